@@ -1,0 +1,32 @@
+# Set-up and the two everyday commands. `make demo` and `make test` install what they need first.
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+TORCH_VERSION ?= 2.13.0
+export OMP_NUM_THREADS ?= 1
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: install system-deps demo test lint
+
+# CPU torch first, so that nothing later pulls a multi-GB CUDA build.
+install: system-deps
+	$(PIP) install --quiet "torch==$(TORCH_VERSION)"
+	$(PIP) install --quiet -e ".[test,offline]"
+
+# Debian packages: WordNet for METEOR.
+system-deps:
+	@if [ ! -f /usr/share/wordnet/data.noun ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wordnet-base) \
+		|| echo "warning: could not install wordnet-base; METEOR will say how to provide WordNet"; \
+	fi
+
+demo: install
+	grue run --task all --alg nlpo --seeds 3
+
+test: install
+	$(PYTHON) -m ruff check grue_bench tests benchmarks
+	$(PYTHON) -m pytest -q
+
+lint:
+	$(PYTHON) -m ruff check grue_bench tests benchmarks

@@ -1,0 +1,18 @@
+"""Train and evaluate tasks x algorithms x seeds into a results store."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+
+def run(args: argparse.Namespace) -> int:
+    from grue_bench.errors import NotAvailableError
+
+    raise NotAvailableError(
+        "'grue run' (the runner and results store) is not available in this version yet",
+        fix="see the README's roadmap; use 'grue ls' and 'grue validate' meanwhile",
+    )

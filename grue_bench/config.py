@@ -1,0 +1,289 @@
+"""The run configuration: the RL4LMs YAML schema unchanged, plus GRUE Bench's own keys.
+
+Loading happens in two passes, both collecting every problem before failing once:
+1. structure and types (pydantic, unknown keys are errors);
+2. ids against the registries, and each component's ``args`` against what it accepts.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, ValidationError
+
+from grue_bench.errors import GrueError, Problem
+from grue_bench.rl.hparams import GenerationKwargs, PolicyArgs
+from grue_bench.schema import Strict, args_model, problems_from
+from grue_bench.yamlio import dump_yaml, parse_yaml, read_yaml_mapping
+
+
+class Component(Strict):
+    """A registered component chosen by id, with its arguments."""
+
+    id: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class TokenizerConfig(Strict):
+    model_name: str | None = None
+    """Hub id or path; None takes the profile's tokenizer."""
+    padding_side: Literal["left", "right"] = "left"
+    truncation_side: Literal["left", "right"] = "left"
+    pad_token_as_eos_token: bool = False
+
+
+class EnvArgs(Strict):
+    max_prompt_length: PositiveInt = 512
+    max_episode_length: PositiveInt = 100
+    terminate_on_eos: bool = True
+    prompt_truncation_side: Literal["left", "right"] = "left"
+    context_start_token: int | None = None
+
+
+class EnvConfig(Strict):
+    n_envs: PositiveInt = 1
+    args: EnvArgs = Field(default_factory=EnvArgs)
+
+
+class KLConfig(Strict):
+    coeff: NonNegativeFloat = 0.001
+    """Initial KL penalty coefficient beta."""
+    target_kl: PositiveFloat | None = None
+    """Target KL of the adaptive controller; None keeps beta fixed."""
+    horizon: PositiveInt = 10000
+    """Adaptive controller horizon (RL4LMs fixes the update rate at 0.1; this scales it)."""
+
+
+class PolicyConfig(Strict):
+    id: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class AlgConfig(Strict):
+    id: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    kl_div: KLConfig | None = None
+    policy: PolicyConfig | None = None
+    # RL4LMs's supervised trainer keys:
+    training_args: dict[str, Any] | None = None
+    model_type: Literal["causal", "seq2seq"] | None = None
+    model_name: str | None = None
+    generation_kwargs: GenerationKwargs | None = None
+
+
+class TrainEvaluationConfig(Strict):
+    eval_batch_size: PositiveInt = 100
+    n_iters: PositiveInt = 100
+    eval_every: PositiveInt = 10
+    save_every: PositiveInt | None = None
+    metrics: list[Component] = Field(default_factory=list)
+    generation_kwargs: GenerationKwargs = Field(default_factory=GenerationKwargs)
+
+
+class RunConfig(Strict):
+    """One experiment: RL4LMs's sections plus ``task``, ``profile``, ``seeds``, ``store``..."""
+
+    # GRUE Bench keys
+    task: str | None = None
+    """Task plugin id; supplies the datapool, reward and metrics left out here."""
+    profile: str = "tiny"
+    """tiny (offline, CPU), small (offline pretrained SmolLM2) or paper (hub models)."""
+    seeds: list[int] | PositiveInt = 1
+    """A list of seeds, or how many (0..n-1)."""
+    store: str | None = None
+    """SQLite results store."""
+    output_dir: str | None = None
+    """Where run artifacts (checkpoints, JSONL logs, predictions) go."""
+    # RL4LMs keys
+    tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
+    datapool: Component | None = None
+    reward_fn: Component | None = None
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    alg: AlgConfig
+    train_evaluation: TrainEvaluationConfig = Field(default_factory=TrainEvaluationConfig)
+
+    def seed_list(self) -> list[int]:
+        """The seeds to run."""
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, without keys left at None."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def to_yaml(self) -> str:
+        return dump_yaml(self.to_dict())
+
+    def hash(self) -> str:
+        """A stable hash of what determines results (seeds, store and output paths excluded)."""
+        data = self.to_dict()
+        for key in ("seeds", "store", "output_dir"):
+            data.pop(key, None)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# --- overrides --------------------------------------------------------------------------------
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply ``a.b.c=value`` (value parsed as YAML) to nested ``data`` in place."""
+    key, sep, raw = assignment.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise GrueError(
+            f"override '{assignment}' is not of the form key.path=value",
+            source="--set",
+            fix="write e.g. --set alg.args.learning_rate=1e-5",
+        )
+    value = parse_yaml(raw, f"--set {key}") if raw.strip() else None
+    node = data
+    parts = key.split(".")
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise GrueError(
+                f"cannot set '{key}': '{'.'.join(parts[: i + 1])}' is a value, not a section",
+                source="--set",
+                fix="override the section's key itself",
+            )
+        node = child
+    node[parts[-1]] = value
+
+
+def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` over ``base``, recursively for mappings (lists and values replace)."""
+    merged = copy.deepcopy(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _check_component(
+    kind: str, component: Component | PolicyConfig, key: str, problems: list[Problem]
+) -> None:
+    from grue_bench import plugins
+
+    registry = plugins.REGISTRIES[kind]
+    if component.id not in registry:
+        err = registry.unknown(component.id, key=f"{key}.id")
+        problems.extend(err.problems)
+        return
+    try:
+        target = registry.get(component.id)
+        model = args_model(target, component.id)
+        model.model_validate(component.args)
+    except ValidationError as exc:
+        problems.extend(problems_from(exc, f"{key}.args"))
+    except GrueError as exc:
+        problems.extend(Problem(p.message, p.key or f"{key}.id", p.fix) for p in exc.problems)
+
+
+def _check_alg(config: RunConfig, problems: list[Problem]) -> None:
+    from grue_bench import plugins
+
+    alg = config.alg
+    if alg.id not in plugins.ALGORITHMS:
+        problems.extend(plugins.ALGORITHMS.unknown(alg.id, key="alg.id").problems)
+        return
+    hparams = plugins.ALGORITHMS.get(alg.id)
+    if hparams.needs_policy:
+        try:
+            hparams.model_validate(alg.args)
+        except ValidationError as exc:
+            problems.extend(problems_from(exc, "alg.args"))
+        for key in ("training_args", "model_type", "model_name", "generation_kwargs"):
+            if getattr(alg, key) is not None:
+                problems.append(
+                    Problem(
+                        f"'{key}' belongs to the supervised trainer, not to '{alg.id}'",
+                        f"alg.{key}",
+                        "remove it (RL algorithms take alg.args and alg.policy)",
+                    )
+                )
+    else:
+        try:
+            hparams.model_validate({**alg.args, **(alg.training_args or {})})
+        except ValidationError as exc:
+            problems.extend(problems_from(exc, "alg.training_args"))
+    if alg.policy is None:
+        return
+    if alg.policy.id not in plugins.POLICIES:
+        problems.extend(plugins.POLICIES.unknown(alg.policy.id, key="alg.policy.id").problems)
+        return
+    policy_args: type[PolicyArgs] = plugins.POLICIES.get(alg.policy.id)
+    try:
+        policy_args.model_validate(alg.policy.args)
+    except ValidationError as exc:
+        problems.extend(problems_from(exc, "alg.policy.args"))
+    if alg.id == "nlpo" and not policy_args.maskable:
+        problems.append(
+            Problem(
+                f"NLPO needs a maskable policy, got '{alg.policy.id}'",
+                "alg.policy.id",
+                "use maskable_causal_lm_actor_critic_policy or maskable_seq2seq_lm_actor_critic_policy",
+            )
+        )
+
+
+def _semantic_problems(config: RunConfig) -> list[Problem]:
+    from grue_bench import plugins
+
+    problems: list[Problem] = []
+    if config.task is not None and config.task not in plugins.TASKS:
+        problems.extend(plugins.TASKS.unknown(config.task, key="task").problems)
+    if config.datapool is not None:
+        _check_component("datapools", config.datapool, "datapool", problems)
+    if config.reward_fn is not None:
+        _check_component("rewards", config.reward_fn, "reward_fn", problems)
+    for i, metric in enumerate(config.train_evaluation.metrics):
+        _check_component("metrics", metric, f"train_evaluation.metrics.{i}", problems)
+    _check_alg(config, problems)
+    if config.task is None and config.datapool is None:
+        problems.append(
+            Problem("neither 'task' nor 'datapool' is set", "task", "add task: <id> (see `grue ls tasks`)")
+        )
+    te = config.train_evaluation
+    if te.eval_every > te.n_iters:
+        problems.append(
+            Problem(
+                f"eval_every ({te.eval_every}) is larger than n_iters ({te.n_iters}): "
+                "no evaluation would happen during training",
+                "train_evaluation.eval_every",
+                "lower it to at most n_iters",
+            )
+        )
+    return problems
+
+
+def build_config(data: dict[str, Any], source: str) -> RunConfig:
+    """Validate plain data as a run config; every problem is reported at once."""
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise GrueError.many(problems_from(exc), source) from None
+    problems = _semantic_problems(config)
+    if problems:
+        raise GrueError.many(problems, source)
+    return config
+
+
+def load_config(path: str | Path | None, overrides: list[str] = (), base: dict | None = None) -> RunConfig:
+    """Read a config file (or start from ``base``), apply ``--set`` overrides and validate."""
+    data = deep_merge(base or {}, read_yaml_mapping(path) if path else {})
+    for assignment in overrides:
+        apply_override(data, assignment)
+    source = str(path) if path else "command-line config"
+    if overrides:
+        source += " (with --set overrides)"
+    return build_config(data, source)

@@ -1,0 +1,1 @@
+"""Evaluation metrics; each returns per-sample scores and a corpus score."""

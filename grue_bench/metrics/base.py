@@ -1,0 +1,25 @@
+"""The metric interface (RL4LMs's ``BaseMetric.compute`` shape)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+MetricScores = dict[str, tuple[list[float] | None, float]]
+"""Metric key (e.g. ``lexical/rouge_rougeL``) -> (per-sample scores or None, corpus score)."""
+
+
+class Metric(ABC):
+    """Scores generations against references; constructor kwargs are the YAML ``args``."""
+
+    @abstractmethod
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """Per-sample and corpus scores for each key this metric produces."""

@@ -1,0 +1,30 @@
+"""Where bundled folders (tasks, crowdsourcing templates) are, installed or in a checkout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def bundled_dir(name: str) -> Path:
+    """The top-level folder ``name``: inside the wheel when installed, else the repository's."""
+    installed = PACKAGE_DIR / "_bundled" / name
+    return installed if installed.is_dir() else PACKAGE_DIR.parent / name
+
+
+def task_dirs() -> list[Path]:
+    """Folders holding task plugins: the bundled one, then any in ``GRUE_TASKS_PATH``."""
+    extra = [Path(p) for p in os.environ.get("GRUE_TASKS_PATH", "").split(os.pathsep) if p]
+    return [bundled_dir("tasks"), *extra]
+
+
+def cache_dir() -> Path:
+    """Where trained offline assets (tokenizers, tiny models, classifiers) are cached."""
+    root = os.environ.get("GRUE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache")), "grue_bench"
+    )
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

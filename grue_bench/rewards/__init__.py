@@ -1,0 +1,1 @@
+"""Reward functions: sentence-level scores for RL, computed in batches."""

@@ -1,0 +1,1 @@
+"""Reinforcement learning for language models: policies, rollouts and one file per algorithm."""

@@ -1,0 +1,201 @@
+"""Hyperparameters of every algorithm and policy, as strict typed models.
+
+These are light (no torch) so that configs validate fast. Field names follow RL4LMs's
+``alg.args`` / ``alg.policy.args`` (themselves from stable-baselines3), so RL4LMs YAML files
+load unchanged. Each model names the class that implements it in ``implementation``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+
+from grue_bench.schema import Strict
+
+
+class GenerationKwargs(Strict):
+    """Keyword arguments for ``generate()`` (the common Hugging Face ones; unknown keys are errors)."""
+
+    do_sample: bool | None = None
+    top_k: int | None = Field(None, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1)
+    typical_p: float | None = Field(None, gt=0, le=1)
+    temperature: float | None = Field(None, gt=0)
+    min_length: int | None = Field(None, ge=0)
+    max_length: int | None = Field(None, ge=1)
+    min_new_tokens: int | None = Field(None, ge=0)
+    max_new_tokens: int | None = Field(None, ge=1)
+    num_beams: int | None = Field(None, ge=1)
+    num_return_sequences: int | None = Field(None, ge=1)
+    repetition_penalty: float | None = Field(None, gt=0)
+    length_penalty: float | None = None
+    no_repeat_ngram_size: int | None = Field(None, ge=0)
+    early_stopping: bool | None = None
+    post_processing: dict[str, Any] | None = None
+    """RL4LMs's generation post-processing options (kept for compatibility)."""
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The kwargs that were set, ready for ``generate()``."""
+        return self.model_dump(exclude_none=True, exclude={"post_processing"})
+
+
+class AlgArgs(Strict):
+    """Arguments shared by every on-policy algorithm."""
+
+    implementation: ClassVar[str]
+    needs_policy: ClassVar[bool] = True
+
+    n_steps: PositiveInt = 512
+    """Episodes collected per iteration (per env, as in RL4LMs: iteration = n_steps x n_envs)."""
+    batch_size: PositiveInt = 64
+    """Minibatch size of the update."""
+    learning_rate: PositiveFloat = 1e-5
+    """Adam learning rate."""
+    n_epochs: PositiveInt = 5
+    """Passes over each rollout."""
+    gamma: float = Field(0.99, ge=0, le=1)
+    """Discount factor."""
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    """GAE lambda."""
+    ent_coef: NonNegativeFloat = 0.0
+    """Entropy bonus coefficient."""
+    vf_coef: NonNegativeFloat = 0.5
+    """Value-loss coefficient."""
+    max_grad_norm: PositiveFloat = 0.5
+    """Gradient clipping norm."""
+    normalize_advantage: bool = True
+    """Whiten advantages per rollout."""
+    target_kl: PositiveFloat | None = None
+    """Stop the epoch loop early once the approximate KL to the rollout policy exceeds this."""
+    verbose: int = 0
+    """RL4LMs verbosity flag (logging is configured by the CLI instead)."""
+    seed: int | None = None
+    """Overrides the run's seed (normally set by the runner)."""
+    device: str | None = None
+    """Accepted for RL4LMs compatibility; devices come from accelerate."""
+
+
+class PPOArgs(AlgArgs):
+    """Proximal Policy Optimization."""
+
+    implementation: ClassVar[str] = "grue_bench.rl.ppo:PPO"
+
+    clip_range: PositiveFloat = 0.2
+    """Policy ratio clipping."""
+    clip_range_vf: PositiveFloat | None = None
+    """Value clipping around the rollout values (None: no clipping)."""
+
+
+class NLPOArgs(PPOArgs):
+    """Natural Language Policy Optimization: PPO with a top-p masking policy."""
+
+    implementation: ClassVar[str] = "grue_bench.rl.nlpo:NLPO"
+
+
+class A2CArgs(AlgArgs):
+    """Advantage actor-critic: one unclipped update per rollout."""
+
+    implementation: ClassVar[str] = "grue_bench.rl.a2c:A2C"
+
+    n_epochs: PositiveInt = 1
+    use_rms_prop: bool = False
+    """Use RMSprop as in SB3's A2C (default Adam)."""
+
+    @model_validator(mode="after")
+    def _one_epoch(self) -> A2CArgs:
+        if self.n_epochs != 1:
+            raise ValueError("A2C makes exactly one update per rollout: set n_epochs to 1")
+        return self
+
+
+class TRPOArgs(AlgArgs):
+    """Trust Region Policy Optimization."""
+
+    implementation: ClassVar[str] = "grue_bench.rl.trpo:TRPO"
+
+    target_kl: PositiveFloat | None = 0.01
+    """KL limit of the natural-gradient step."""
+    cg_max_steps: PositiveInt = 15
+    """Conjugate-gradient iterations."""
+    cg_damping: PositiveFloat = 0.1
+    """Damping added to the Fisher-vector product."""
+    line_search_shrinking_factor: float = Field(0.8, gt=0, lt=1)
+    """Step shrink per backtracking try."""
+    line_search_max_iter: PositiveInt = 10
+    """Backtracking tries."""
+    n_critic_updates: PositiveInt = 10
+    """Value-function regression steps per rollout."""
+    sub_sampling_factor: PositiveInt = 1
+    """Use every k-th sample for the Fisher-vector products."""
+
+
+class SupervisedArgs(Strict):
+    """Teacher-forced cross-entropy on the references (RL4LMs's ``training_args``)."""
+
+    implementation: ClassVar[str] = "grue_bench.rl.supervised:Supervised"
+    needs_policy: ClassVar[bool] = False
+
+    per_device_train_batch_size: PositiveInt = 16
+    per_device_eval_batch_size: PositiveInt | None = None
+    num_train_epochs: PositiveFloat = 1
+    learning_rate: PositiveFloat = 1e-4
+    weight_decay: NonNegativeFloat = 0.0
+    warmup_steps: int = Field(0, ge=0)
+    lr_scheduler_type: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"
+    gradient_accumulation_steps: PositiveInt = 1
+    max_grad_norm: PositiveFloat = 1.0
+    logging_steps: PositiveInt = 500
+    save_total_limit: PositiveInt | None = None
+    eval_accumulation_steps: PositiveInt | None = None
+    evaluation_strategy: str | None = None
+    save_strategy: str | None = None
+    seed: int | None = None
+
+
+class PolicyArgs(Strict):
+    """Actor-critic LM policy (RL4LMs's ``alg.policy.args``)."""
+
+    implementation: ClassVar[str]
+    maskable: ClassVar[bool] = False
+
+    model_name: str | None = None
+    """Hub id or local path; None takes the profile's model."""
+    apply_model_parallel: bool = True
+    """RL4LMs compatibility: model placement is done by accelerate."""
+    prompt_truncation_side: Literal["left", "right"] = "left"
+    generation_kwargs: GenerationKwargs = Field(default_factory=GenerationKwargs)
+    critic: Literal["shared", "separate"] = "shared"
+    """Value head on the policy's trunk (one LM copy less) or a separate critic model."""
+    state_dict_path: str | None = None
+    """Warm-start weights (RL4LMs compatibility; prefer model_name pointing to a checkpoint)."""
+
+
+class MaskablePolicyArgs(PolicyArgs):
+    """A policy whose sampling is masked by a periodically refreshed copy (NLPO)."""
+
+    maskable: ClassVar[bool] = True
+
+    top_mask: float = Field(0.9, gt=0, le=1)
+    """Keep the masking model's top-p tokens."""
+    mask_type: Literal["learned_top_p", "learned_top_k"] = "learned_top_p"
+    target_update_iterations: PositiveInt = 20
+    """Refresh the masking model from the policy every this many iterations."""
+    min_tokens_to_keep: PositiveInt = 100
+    """Never mask below this many tokens."""
+
+
+class CausalPolicyArgs(PolicyArgs):
+    implementation: ClassVar[str] = "grue_bench.rl.policy:CausalLMActorCritic"
+
+
+class Seq2SeqPolicyArgs(PolicyArgs):
+    implementation: ClassVar[str] = "grue_bench.rl.policy:Seq2SeqLMActorCritic"
+
+
+class MaskableCausalPolicyArgs(MaskablePolicyArgs):
+    implementation: ClassVar[str] = "grue_bench.rl.policy:CausalLMActorCritic"
+
+
+class MaskableSeq2SeqPolicyArgs(MaskablePolicyArgs):
+    implementation: ClassVar[str] = "grue_bench.rl.policy:Seq2SeqLMActorCritic"

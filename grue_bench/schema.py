@@ -1,0 +1,67 @@
+"""Base pieces for typed configuration: strict models and args checked against a callable."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from grue_bench.errors import Problem
+
+
+class Strict(BaseModel):
+    """A config section: unknown keys are errors, values are validated on assignment too."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def problems_from(error: ValidationError, prefix: str = "") -> list[Problem]:
+    """Turn a pydantic error into our problems, one per failing key, with the full key path."""
+    problems = []
+    for item in error.errors():
+        key = ".".join(p for p in (prefix, _loc(item["loc"])) if p)
+        if item["type"] == "extra_forbidden":
+            problems.append(Problem("unknown key", key, "remove it or check its spelling"))
+        elif item["type"] == "missing":
+            problems.append(Problem("required key is missing", key, "add it"))
+        else:
+            got = item.get("input")
+            shown = repr(got) if not isinstance(got, dict) else "a mapping"
+            problems.append(Problem(f"{item['msg']} (got {shown})", key, "give a valid value"))
+    return problems
+
+
+def args_model(target: Callable[..., Any], name: str) -> type[BaseModel]:
+    """A strict model of the keyword arguments ``target`` (a class or function) accepts."""
+    if isinstance(target, type) and issubclass(target, BaseModel):
+        return target
+    explicit = getattr(target, "Args", None)
+    if isinstance(explicit, type) and issubclass(explicit, BaseModel):
+        return explicit
+    fields: dict[str, Any] = {}
+    open_kwargs = False
+    try:
+        signature = inspect.signature(target, eval_str=True)
+    except (NameError, TypeError):  # annotations that cannot be resolved: check keys, not types
+        signature = inspect.signature(target)
+    for param in signature.parameters.values():
+        if param.kind is param.VAR_KEYWORD:
+            open_kwargs = True
+            continue
+        if param.kind is param.VAR_POSITIONAL or param.name == "self":
+            continue
+        annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
+        if isinstance(annotation, str):
+            annotation = Any
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    extra = "allow" if open_kwargs else "forbid"
+    return create_model(  # type: ignore[call-overload]
+        f"{name}Args", __config__=ConfigDict(extra=extra, arbitrary_types_allowed=True), **fields
+    )

@@ -1,0 +1,168 @@
+"""Task plugins: a folder with ``task.yaml`` (data, prompt format, reward, metrics, profiles).
+
+A task is mostly data. Python hooks, where a task needs them, are referenced by
+``"module:attr"``; a module name ``hooks`` (or any ``name``) is first looked up as
+``<task folder>/<name>.py``, so a task folder is self-contained.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, PositiveInt, ValidationError, field_validator
+
+from grue_bench.config import Component, build_config, deep_merge
+from grue_bench.errors import GrueError, Problem
+from grue_bench.paths import task_dirs
+from grue_bench.registry import import_object
+from grue_bench.schema import Strict, problems_from
+from grue_bench.yamlio import read_yaml_mapping
+
+SPLITS = ("train", "validation", "test")
+
+
+class HubSource(Strict):
+    """Where the full dataset lives on the Hugging Face hub."""
+
+    path: str
+    name: str | None = None
+    splits: dict[str, str] = Field(default_factory=dict)
+    """Our split name -> the hub's split expression, e.g. test: 'validation[:5000]'."""
+    converter: str | None = None
+    """'module:function' turning a hub row into our row schema (id, prompt, references, meta)."""
+
+
+class DataSpec(Strict):
+    files: dict[Literal["train", "validation", "test"], str]
+    """The shipped subset, JSON Lines paths relative to the task folder."""
+    hub: HubSource | None = None
+    source_notes: str = "data/SOURCE.md"
+
+    @field_validator("files")
+    @classmethod
+    def _all_splits(cls, files: dict[str, str]) -> dict[str, str]:
+        missing = [s for s in SPLITS if s not in files]
+        if missing:
+            raise ValueError(f"missing split(s) {', '.join(missing)}; give train, validation and test")
+        return files
+
+
+class PromptSpec(Strict):
+    prefix: str = ""
+    suffix: str = ""
+    max_length: PositiveInt = 512
+    """Prompt tokens kept (the run config's env.args.max_prompt_length overrides it)."""
+    truncation_side: Literal["left", "right"] = "left"
+    formatter: str | None = None
+    """Optional 'module:function(row) -> str' that builds the prompt text from a row."""
+
+
+class TaskSpec(Strict):
+    """A task plugin's definition, read from its ``task.yaml``."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    version: PositiveInt
+    """Bump whenever a change can move scores."""
+    name: str
+    description: str
+    model_type: Literal["causal", "seq2seq"]
+    """The GRUE paper's policy family for this task (gpt2-style or t5-style)."""
+    data: DataSpec | None = None
+    datapool: Component | None = None
+    """For generated tasks (the synthetic ones): a registered datapool instead of files."""
+    prompt: PromptSpec = Field(default_factory=PromptSpec)
+    reward_fn: Component
+    metrics: list[Component]
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per profile (tiny, small, paper): a partial run config (env, alg, train_evaluation...)."""
+    directory: Path = Field(default=Path("."), exclude=True)
+
+    def data_path(self, split: str) -> Path:
+        """Shipped JSONL file for ``split``."""
+        if self.data is None:
+            raise GrueError(f"task '{self.id}' has no data files", key="data")
+        return self.directory / self.data.files[split]
+
+    def resolve(self, ref: str) -> Any:
+        """Import a 'module:attr' hook, preferring ``<task folder>/<module>.py``."""
+        module_name, _, attr = ref.partition(":")
+        local = self.directory / f"{module_name.replace('.', '/')}.py"
+        if local.is_file():
+            qualified = f"grue_task_{self.id}_{module_name.replace('.', '_')}"
+            module = sys.modules.get(qualified)
+            if module is None:
+                spec = importlib.util.spec_from_file_location(qualified, local)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[qualified] = module
+                spec.loader.exec_module(module)
+            obj: Any = module
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            return obj
+        return import_object(ref)
+
+
+def load_task(target: Any) -> TaskSpec:
+    """Load a task from a task folder, a ``task.yaml`` path, or a callable returning one."""
+    if callable(target) and not isinstance(target, (str, Path)):
+        target = target()
+    path = Path(target)
+    if path.is_dir():
+        path = path / "task.yaml"
+    data = read_yaml_mapping(path)
+    try:
+        spec = TaskSpec.model_validate({**data, "directory": path.parent})
+    except ValidationError as exc:
+        raise GrueError.many(problems_from(exc), str(path)) from None
+    problems = check_task(spec)
+    if problems:
+        raise GrueError.many(problems, str(path))
+    return spec
+
+
+def check_task(spec: TaskSpec) -> list[Problem]:
+    """Problems beyond structure: files exist, and every profile gives a valid run config."""
+    problems: list[Problem] = []
+    if spec.data is None and spec.datapool is None:
+        problems.append(Problem("a task needs 'data' files or a 'datapool'", "data", "add one"))
+    if spec.data is not None:
+        for split, rel in spec.data.files.items():
+            if not (spec.directory / rel).is_file():
+                problems.append(
+                    Problem(f"data file '{rel}' not found", f"data.files.{split}", "ship the file or fix the path")
+                )
+    if spec.directory.name != spec.id:
+        problems.append(
+            Problem(f"id '{spec.id}' differs from the folder name '{spec.directory.name}'", "id",
+                    "make the folder name and the id the same")
+        )
+    for profile, partial in spec.profiles.items():
+        base = {"task": spec.id, "profile": profile, "reward_fn": spec.reward_fn.model_dump()}
+        merged = deep_merge(base, partial)
+        try:
+            build_config(merged, f"profiles.{profile}")
+        except GrueError as exc:
+            problems.extend(
+                Problem(p.message, f"profiles.{profile}.{p.key}".rstrip("."), p.fix) for p in exc.problems
+            )
+    return problems
+
+
+def discover_tasks() -> dict[str, Path]:
+    """Task folders found on disk: ``<tasks dir>/<id>/task.yaml``; a duplicate id is an error."""
+    found: dict[str, Path] = {}
+    for root in task_dirs():
+        if not root.is_dir():
+            continue
+        for task_yaml in sorted(root.glob("*/task.yaml")):
+            task_id = task_yaml.parent.name
+            if task_id in found:
+                raise GrueError(
+                    f"task id '{task_id}' is defined twice: {found[task_id]} and {task_yaml}",
+                    fix="rename one of the task folders",
+                )
+            found[task_id] = task_yaml
+    return found

@@ -1,0 +1,70 @@
+"""Safe YAML reading (no Python tags, no duplicate keys) with errors that name the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grue_bench.errors import GrueError
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys instead of silently keeping the last one."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key '{key}'", key_node.start_mark
+            )
+        seen[key] = loader.construct_object(value_node, deep=deep)
+    return seen
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """Parse YAML text safely; ``source`` names it in errors."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise GrueError(
+            f"not valid YAML{where}: {problem}",
+            source=source,
+            fix="correct the YAML syntax; Python tags (!!python/...) are never accepted",
+        ) from exc
+
+
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """Read a YAML file whose top level must be a mapping."""
+    path = Path(path)
+    if not path.is_file():
+        raise GrueError(
+            "file not found" if not path.exists() else "not a file",
+            source=str(path),
+            fix="check the path",
+        )
+    data = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise GrueError(
+            f"the top level must be a mapping of keys, not {type(data).__name__}",
+            source=str(path),
+            fix="write the config as 'key: value' lines",
+        )
+    return data
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text in a stable key order."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
