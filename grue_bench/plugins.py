@@ -30,7 +30,34 @@ DATAPOOLS: Registry = Registry("datapools", {})
 
 REWARDS: Registry = Registry("rewards", {})
 
-METRICS: Registry = Registry("metrics", {})
+METRICS: Registry = Registry(
+    "metrics",
+    {
+        # lexical
+        "rouge": "grue_bench.metrics.lexical:Rouge",
+        "rouge_l_max": "grue_bench.metrics.lexical:RougeLMax",
+        "bleu": "grue_bench.metrics.lexical:Bleu",
+        "sacre_bleu": "grue_bench.metrics.lexical:SacreBleu",
+        "chrf": "grue_bench.metrics.lexical:ChrF",
+        "ter": "grue_bench.metrics.lexical:Ter",
+        "meteor": "grue_bench.metrics.meteor:Meteor",
+        # task-specific
+        "cider": "grue_bench.metrics.cider:Cider",
+        "spice": "grue_bench.metrics.spice:Spice",
+        "parent_totto": "grue_bench.metrics.parent:Parent",
+        # diversity
+        "diversity": "grue_bench.metrics.diversity:Diversity",
+        # semantic and model-based
+        "bert_score": "grue_bench.metrics.bertscore:BertScore",
+        "bleurt": "grue_bench.metrics.bleurt:Bleurt",
+        "causal_perplexity": "grue_bench.metrics.perplexity:Perplexity",
+        "learned_reward": "grue_bench.metrics.classifiers:SentimentScore",
+        "vader_sentiment": "grue_bench.metrics.classifiers:VaderSentiment",
+        "intent_accuracy": "grue_bench.metrics.classifiers:IntentAccuracy",
+        # any `evaluate` module given by a local path
+        "evaluate": "grue_bench.metrics.hf_evaluate:EvaluateMetric",
+    },
+)
 
 TASKS: Registry[TaskSpec] = Registry("tasks", loader=load_task)
 TASKS.add_discoverer(discover_tasks)
