@@ -181,7 +181,11 @@ def _check_component(
         return
     try:
         target = registry.get(component.id)
-        model = args_model(target, component.id)
+        if kind == "datapools":  # a pool's args are those of prepare(split, **args)
+            target, skip = target.prepare, ("split",)
+        else:
+            skip = ()
+        model = args_model(target, component.id, skip)
         model.model_validate(component.args)
     except ValidationError as exc:
         problems.extend(problems_from(exc, f"{key}.args"))
@@ -189,10 +193,9 @@ def _check_component(
         problems.extend(Problem(p.message, p.key or f"{key}.id", p.fix) for p in exc.problems)
 
 
-def _check_alg(config: RunConfig, problems: list[Problem]) -> None:
+def _check_alg(alg: AlgConfig, problems: list[Problem]) -> None:
     from grue_bench import plugins
 
-    alg = config.alg
     if alg.id not in plugins.ALGORITHMS:
         problems.extend(plugins.ALGORITHMS.unknown(alg.id, key="alg.id").problems)
         return
@@ -226,35 +229,51 @@ def _check_alg(config: RunConfig, problems: list[Problem]) -> None:
         policy_args.model_validate(alg.policy.args)
     except ValidationError as exc:
         problems.extend(problems_from(exc, "alg.policy.args"))
-    if alg.id == "nlpo" and not policy_args.maskable:
+    if hparams.masked_sampling and not policy_args.maskable:
         problems.append(
             Problem(
-                f"NLPO needs a maskable policy, got '{alg.policy.id}'",
+                f"'{alg.id}' samples through a mask and needs a maskable policy, got '{alg.policy.id}'",
                 "alg.policy.id",
                 "use maskable_causal_lm_actor_critic_policy or maskable_seq2seq_lm_actor_critic_policy",
             )
         )
 
 
-def _semantic_problems(config: RunConfig) -> list[Problem]:
+def _parsed(model: type[Strict], data: Any) -> Any:
+    """``data`` as ``model`` if it is structurally valid, else None (the structural pass reports it)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
+    """Ids and component args, section by section, so that one broken section hides no others."""
     from grue_bench import plugins
 
     problems: list[Problem] = []
-    if config.task is not None and config.task not in plugins.TASKS:
-        problems.extend(plugins.TASKS.unknown(config.task, key="task").problems)
-    if config.datapool is not None:
-        _check_component("datapools", config.datapool, "datapool", problems)
-    if config.reward_fn is not None:
-        _check_component("rewards", config.reward_fn, "reward_fn", problems)
-    for i, metric in enumerate(config.train_evaluation.metrics):
-        _check_component("metrics", metric, f"train_evaluation.metrics.{i}", problems)
-    _check_alg(config, problems)
-    if config.task is None and config.datapool is None:
+    task = data.get("task")
+    if isinstance(task, str) and task not in plugins.TASKS:
+        problems.extend(plugins.TASKS.unknown(task, key="task").problems)
+    for kind, key in (("datapools", "datapool"), ("rewards", "reward_fn")):
+        component = _parsed(Component, data.get(key))
+        if component is not None:
+            _check_component(kind, component, key, problems)
+    evaluation = data.get("train_evaluation")
+    metrics = evaluation.get("metrics") if isinstance(evaluation, dict) else None
+    for i, metric in enumerate(metrics if isinstance(metrics, list) else []):
+        component = _parsed(Component, metric)
+        if component is not None:
+            _check_component("metrics", component, f"train_evaluation.metrics.{i}", problems)
+    alg = _parsed(AlgConfig, data.get("alg"))
+    if alg is not None:
+        _check_alg(alg, problems)
+    if task is None and data.get("datapool") is None:
         problems.append(
             Problem("neither 'task' nor 'datapool' is set", "task", "add task: <id> (see `grue ls tasks`)")
         )
-    te = config.train_evaluation
-    if te.eval_every > te.n_iters:
+    te = _parsed(TrainEvaluationConfig, evaluation or {})
+    if te is not None and te.eval_every > te.n_iters:
         problems.append(
             Problem(
                 f"eval_every ({te.eval_every}) is larger than n_iters ({te.n_iters}): "
@@ -268,11 +287,13 @@ def _semantic_problems(config: RunConfig) -> list[Problem]:
 
 def build_config(data: dict[str, Any], source: str) -> RunConfig:
     """Validate plain data as a run config; every problem is reported at once."""
+    problems: list[Problem] = []
+    config = None
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise GrueError.many(problems_from(exc), source) from None
-    problems = _semantic_problems(config)
+        problems.extend(problems_from(exc))
+    problems.extend(_semantic_problems(data))
     if problems:
         raise GrueError.many(problems, source)
     return config

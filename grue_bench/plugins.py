@@ -26,9 +26,46 @@ POLICIES: Registry = Registry(
     },
 )
 
-DATAPOOLS: Registry = Registry("datapools", {})
+DATAPOOLS: Registry = Registry(
+    "datapools",
+    {
+        "task": "grue_bench.datapools:TaskPool",
+        "dummy_pool": "grue_bench.datapools:SyntheticPool",
+        # RL4LMs ids, reading our tasks' data
+        "imdb": "grue_bench.rl4lms_pools:IMDB",
+        "commongen": "grue_bench.rl4lms_pools:CommonGen",
+        "cnn_daily_mail": "grue_bench.rl4lms_pools:CNNDailyMail",
+        "totto": "grue_bench.rl4lms_pools:ToTTo",
+        "narrative_qa": "grue_bench.rl4lms_pools:NarrativeQA",
+        "iwslt2017en_de": "grue_bench.rl4lms_pools:IWSLT2017EnDe",
+        "daily_dialog": "grue_bench.rl4lms_pools:DailyDialog",
+    },
+)
 
-REWARDS: Registry = Registry("rewards", {})
+_R = "grue_bench.rewards.metric_reward"
+REWARDS: Registry = Registry(
+    "rewards",
+    {
+        "metric": f"{_R}:MetricReward",
+        "rouge": f"{_R}:RougeReward",
+        "rouge_combined": f"{_R}:RougeCombinedReward",
+        "meteor": f"{_R}:MeteorReward",
+        "bleu": f"{_R}:BleuReward",
+        "sacre_bleu": f"{_R}:SacreBleuReward",
+        "chrf": f"{_R}:ChrFReward",
+        "ter": f"{_R}:TerReward",
+        "bert_score": f"{_R}:BertScoreReward",
+        "bleurt": f"{_R}:BleurtReward",
+        "parent": f"{_R}:ParentReward",
+        "rouge_l_max": f"{_R}:RougeLMaxReward",
+        "cider": f"{_R}:CiderReward",
+        "learned_reward": f"{_R}:SentimentReward",
+        "intent_accuracy": f"{_R}:IntentAccuracyReward",
+        "common_gen_repeat_penalty": "grue_bench.rewards.synthetic:CommonGenRepeatPenalty",
+        "increasing_numbers": "grue_bench.rewards.synthetic:IncreasingNumbers",
+        "sentences_with_dates": "grue_bench.rewards.synthetic:SentencesWithDates",
+    },
+)
 
 METRICS: Registry = Registry(
     "metrics",
@@ -54,6 +91,8 @@ METRICS: Registry = Registry(
         "learned_reward": "grue_bench.metrics.classifiers:SentimentScore",
         "vader_sentiment": "grue_bench.metrics.classifiers:VaderSentiment",
         "intent_accuracy": "grue_bench.metrics.classifiers:IntentAccuracy",
+        # a registered reward reported as a metric
+        "reward": "grue_bench.metrics.reward_metric:RewardMetric",
         # any `evaluate` module given by a local path
         "evaluate": "grue_bench.metrics.hf_evaluate:EvaluateMetric",
     },

@@ -11,6 +11,7 @@ import difflib
 import importlib
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
+from pathlib import PurePath
 from typing import Any, Generic, TypeVar
 
 from grue_bench.errors import GrueError
@@ -65,9 +66,11 @@ class Registry(Generic[T]):
     def register(self, id: str, target: Any = None) -> Any:
         """Register ``target`` (an object or a "module:attr" string) as ``id``; usable as decorator."""
         if target is None:
+
             def decorator(obj: Any) -> Any:
                 self.register(id, obj)
                 return obj
+
             return decorator
         self._targets[id] = target
         self._loaded.pop(id, None)
@@ -103,8 +106,8 @@ class Registry(Generic[T]):
     def source(self, id: str) -> str:
         """Where an entry comes from, for listings."""
         target = self._target(id)
-        if isinstance(target, str):
-            return target
+        if isinstance(target, (str, PurePath)):
+            return str(target)
         if hasattr(target, "value") and hasattr(target, "group"):  # an entry point
             dist = getattr(target, "dist", None)
             return f"{target.value} (plugin {dist.name})" if dist else target.value

@@ -37,13 +37,14 @@ def problems_from(error: ValidationError, prefix: str = "") -> list[Problem]:
     return problems
 
 
-def args_model(target: Callable[..., Any], name: str) -> type[BaseModel]:
-    """A strict model of the keyword arguments ``target`` (a class or function) accepts."""
+def args_model(target: Callable[..., Any], name: str, skip: tuple[str, ...] = ()) -> type[BaseModel]:
+    """A strict model of the keyword arguments ``target`` (a class or function) accepts,
+    leaving out the parameters named in ``skip`` (those the framework passes itself)."""
     if isinstance(target, type) and issubclass(target, BaseModel):
         return target
-    explicit = getattr(target, "Args", None)
-    if isinstance(explicit, type) and issubclass(explicit, BaseModel):
-        return explicit
+    schema = getattr(target, "args_schema", None)
+    if callable(schema):
+        return schema()
     fields: dict[str, Any] = {}
     open_kwargs = False
     try:
@@ -54,7 +55,7 @@ def args_model(target: Callable[..., Any], name: str) -> type[BaseModel]:
         if param.kind is param.VAR_KEYWORD:
             open_kwargs = True
             continue
-        if param.kind is param.VAR_POSITIONAL or param.name == "self":
+        if param.kind is param.VAR_POSITIONAL or param.name == "self" or param.name in skip:
             continue
         annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
         if isinstance(annotation, str):

@@ -32,7 +32,7 @@ class HubSource(Strict):
     splits: dict[str, str] = Field(default_factory=dict)
     """Our split name -> the hub's split expression, e.g. test: 'validation[:5000]'."""
     converter: str | None = None
-    """'module:function' turning a hub row into our row schema (id, prompt, references, meta)."""
+    """'module:function(row, index)' giving our row schema (id, prompt, references, meta), or a list."""
 
 
 class DataSpec(Strict):
@@ -77,8 +77,41 @@ class TaskSpec(Strict):
     reward_fn: Component
     metrics: list[Component]
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Per profile (tiny, small, paper): a partial run config (env, alg, train_evaluation...)."""
+    """Per profile (tiny, small, paper): a partial run config (tokenizer, env, alg,
+    train_evaluation) whose ``alg`` holds what all algorithms share, plus ``algs``: per
+    algorithm id, an ``alg`` section merged over it."""
     directory: Path = Field(default=Path("."), exclude=True)
+
+    def run_config_data(self, alg_id: str, profile: str) -> dict[str, Any]:
+        """The run config (plain data) this task gives ``alg_id`` under ``profile``."""
+        from grue_bench import plugins
+
+        if profile not in self.profiles:
+            raise GrueError(
+                f"task '{self.id}' has no profile '{profile}'",
+                key="profile",
+                fix=f"use one of: {', '.join(self.profiles) or '(none)'}",
+            )
+        partial = dict(self.profiles[profile])
+        per_alg = partial.pop("algs", {}) or {}
+        shared_alg = partial.pop("alg", {}) or {}
+        hparams = plugins.ALGORITHMS.get(alg_id)
+        if hparams.needs_policy:
+            alg = deep_merge(shared_alg, per_alg.get(alg_id, {}))
+            kind = "maskable_" if hparams.masked_sampling else ""
+            alg.setdefault("policy", {}).setdefault("id", f"{kind}{self.model_type}_lm_actor_critic_policy")
+        else:
+            alg = {"model_type": self.model_type, **per_alg.get(alg_id, {})}
+        partial.setdefault("train_evaluation", {})
+        partial["train_evaluation"].setdefault("metrics", [m.model_dump() for m in self.metrics])
+        return {
+            "task": self.id,
+            "profile": profile,
+            "reward_fn": self.reward_fn.model_dump(),
+            **({"datapool": self.datapool.model_dump()} if self.datapool else {}),
+            **partial,
+            "alg": {**alg, "id": alg_id},
+        }
 
     def data_path(self, split: str) -> Path:
         """Shipped JSONL file for ``split``."""
@@ -112,7 +145,7 @@ def load_task(target: Any) -> TaskSpec:
     path = Path(target)
     if path.is_dir():
         path = path / "task.yaml"
-    data = read_yaml_mapping(path)
+    data = _with_includes(path, read_yaml_mapping(path), seen=(path.resolve(),))
     try:
         spec = TaskSpec.model_validate({**data, "directory": path.parent})
     except ValidationError as exc:
@@ -121,6 +154,25 @@ def load_task(target: Any) -> TaskSpec:
     if problems:
         raise GrueError.many(problems, str(path))
     return spec
+
+
+def _with_includes(path: Path, data: dict[str, Any], seen: tuple[Path, ...]) -> dict[str, Any]:
+    """Merge ``include:`` files (paths relative to the including file) under ``data``."""
+    include = data.pop("include", None)
+    if include is None:
+        return data
+    base: dict[str, Any] = {}
+    for rel in [include] if isinstance(include, str) else include:
+        included = (path.parent / rel).resolve()
+        if included in seen:
+            raise GrueError(
+                f"include cycle through {included}",
+                source=str(path),
+                key="include",
+                fix="remove the circular include",
+            )
+        base = deep_merge(base, _with_includes(included, read_yaml_mapping(included), (*seen, included)))
+    return deep_merge(base, data)
 
 
 def check_task(spec: TaskSpec) -> list[Problem]:
@@ -132,22 +184,32 @@ def check_task(spec: TaskSpec) -> list[Problem]:
         for split, rel in spec.data.files.items():
             if not (spec.directory / rel).is_file():
                 problems.append(
-                    Problem(f"data file '{rel}' not found", f"data.files.{split}", "ship the file or fix the path")
+                    Problem(f"data file '{rel}' not found", f"data.files.{split}", "ship it or fix the path")
                 )
     if spec.directory.name != spec.id:
         problems.append(
-            Problem(f"id '{spec.id}' differs from the folder name '{spec.directory.name}'", "id",
-                    "make the folder name and the id the same")
-        )
-    for profile, partial in spec.profiles.items():
-        base = {"task": spec.id, "profile": profile, "reward_fn": spec.reward_fn.model_dump()}
-        merged = deep_merge(base, partial)
-        try:
-            build_config(merged, f"profiles.{profile}")
-        except GrueError as exc:
-            problems.extend(
-                Problem(p.message, f"profiles.{profile}.{p.key}".rstrip("."), p.fix) for p in exc.problems
+            Problem(
+                f"id '{spec.id}' differs from the folder name '{spec.directory.name}'",
+                "id",
+                "make the folder name and the id the same",
             )
+        )
+    from grue_bench import plugins
+
+    # The same problem usually shows under every algorithm: report it once, naming them.
+    seen: dict[tuple[str, str, str], list[str]] = {}
+    for profile in spec.profiles:
+        for alg_id in plugins.ALGORITHMS.ids():
+            try:
+                build_config(spec.run_config_data(alg_id, profile), f"profiles.{profile}")
+            except GrueError as exc:
+                for p in exc.problems:
+                    key = f"profiles.{profile}.{p.key}".rstrip(".")
+                    seen.setdefault((key, p.message, p.fix), []).append(alg_id)
+    every = plugins.ALGORITHMS.ids()
+    for (key, message, fix), algs in seen.items():
+        suffix = "" if algs == every else f" (with algorithm {', '.join(algs)})"
+        problems.append(Problem(message + suffix, key, fix))
     return problems
 
 

@@ -1,18 +1,61 @@
-"""Score a predictions file with a task's metric suite."""
+"""Score a predictions file (JSON Lines with ``id`` and ``text``) with a task's metric suite."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("--task", required=True, help="task id (see `grue ls tasks`)")
+    parser.add_argument("--predictions", required=True, type=Path, help="JSONL file: one {id, text} per line")
+    parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    parser.add_argument(
+        "--source",
+        default="shipped",
+        help="where the split comes from: shipped (default), hub, or a local JSONL file/folder",
+    )
+    parser.add_argument(
+        "--metrics", help="comma-separated metric ids to run instead of the task's whole suite"
+    )
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from grue_bench.errors import NotAvailableError
+    from grue_bench import plugins
+    from grue_bench.config import Component
+    from grue_bench.datapools import TaskPool
+    from grue_bench.evaluation import corpus_table, load_predictions, score
 
-    raise NotAvailableError(
-        "'grue eval' (task metric suites) is not available in this version yet",
-        fix="see the README's roadmap; use 'grue ls' and 'grue validate' meanwhile",
-    )
+    task = plugins.TASKS.get(args.task)
+    samples = list(TaskPool.prepare(args.split, task=task.id, source=args.source))
+    texts = load_predictions(args.predictions, samples)
+    metrics = task.metrics
+    if args.metrics:
+        wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        for id in wanted:
+            if id not in plugins.METRICS:
+                raise plugins.METRICS.unknown(id, source="--metrics")
+        by_id = {m.id: m for m in task.metrics}
+        metrics = [by_id.get(id, Component(id=id)) for id in wanted]
+    table = corpus_table(score(metrics, samples, texts, split=args.split))
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "task": task.id,
+                    "task_version": task.version,
+                    "split": args.split,
+                    "n": len(samples),
+                    "scores": table,
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"task {task.id} v{task.version}, split {args.split}, {len(samples)} samples")
+        width = max(len(k) for k in table)
+        for key, value in table.items():
+            print(f"  {key:<{width}}  {value:.4f}")
+    return 0

@@ -16,7 +16,12 @@ def _describe(kind: str, id: str) -> str:
 
     registry = plugins.REGISTRIES[kind]
     if kind == "tasks":
-        task = registry.get(id)
+        from grue_bench.errors import GrueError
+
+        try:
+            task = registry.get(id)
+        except GrueError as exc:
+            return f"INVALID ({len(exc.problems)} problem(s); see `grue validate {registry.source(id)}`)"
         return f"v{task.version}  {task.name}  [{task.model_type}]  {registry.source(id)}"
     return registry.source(id)
 

@@ -12,11 +12,17 @@ log = logging.getLogger(__name__)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", type=Path, help="config YAML files or task.yaml files")
     parser.add_argument(
-        "--kind", choices=["auto", "config", "task"], default="auto",
+        "--kind",
+        choices=["auto", "config", "task"],
+        default="auto",
         help="what the files are (auto: files named task.yaml are tasks)",
     )
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a config key, e.g. --set alg.args.learning_rate=1e-5 (repeatable)",
     )
     parser.add_argument("--dump", action="store_true", help="print the resolved config as YAML")

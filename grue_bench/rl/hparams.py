@@ -45,6 +45,7 @@ class AlgArgs(Strict):
 
     implementation: ClassVar[str]
     needs_policy: ClassVar[bool] = True
+    masked_sampling: ClassVar[bool] = False
 
     n_steps: PositiveInt = 512
     """Episodes collected per iteration (per env, as in RL4LMs: iteration = n_steps x n_envs)."""
@@ -91,6 +92,7 @@ class NLPOArgs(PPOArgs):
     """Natural Language Policy Optimization: PPO with a top-p masking policy."""
 
     implementation: ClassVar[str] = "grue_bench.rl.nlpo:NLPO"
+    masked_sampling: ClassVar[bool] = True
 
 
 class A2CArgs(AlgArgs):

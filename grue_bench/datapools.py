@@ -1,0 +1,134 @@
+"""Data pools: a task's shipped subset, the full hub dataset, or a local file.
+
+``TaskPool.prepare(split, task=..., source=...)`` returns samples whose prompts are formatted
+as the task defines (prefix, suffix, optional formatter hook). The RL4LMs datapool ids are
+registered as thin aliases (see ``plugins.DATAPOOLS``) so RL4LMs configs run unchanged.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+from grue_bench.data import Sample, TextGenPool, read_jsonl
+from grue_bench.errors import GrueError
+from grue_bench.tasks import SPLITS, TaskSpec
+
+log = logging.getLogger(__name__)
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise GrueError(f"unknown split '{split}'", key="split", fix=f"use one of {', '.join(SPLITS)}")
+
+
+def _read_local(path: Path, split: str) -> list[dict[str, Any]]:
+    """Rows from a local JSONL/CSV file, or from ``<dir>/<split>.jsonl``."""
+    if path.is_dir():
+        path = path / f"{split}.jsonl"
+    if path.suffix == ".csv":
+        if not path.is_file():
+            raise GrueError("file not found", source=str(path), fix="check the path")
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        for row in rows:
+            row["references"] = [row.pop("reference")] if "reference" in row else []
+        return rows
+    return read_jsonl(path)
+
+
+def _read_hub(task: TaskSpec, split: str) -> list[dict[str, Any]]:
+    """Rows of the full dataset from the Hugging Face hub, converted by the task's hook."""
+    hub = task.data.hub if task.data else None
+    if hub is None:
+        raise GrueError(
+            f"task '{task.id}' has no hub source",
+            key="datapool.args.source",
+            fix="use source: shipped or a local file path",
+        )
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(hub.path, hub.name, split=hub.splits.get(split, split))
+    except Exception as exc:  # the hub raises many types (ConnectionError, OfflineModeIsEnabled...)
+        raise GrueError(
+            f"could not load dataset '{hub.path}' ({hub.name or 'default'}) from the hub: {exc}",
+            key="datapool.args.source",
+            fix="without network use source: shipped (the real subset shipped with GRUE Bench) "
+            "or source: /path/to/your.jsonl",
+        ) from exc
+    convert = task.resolve(hub.converter) if hub.converter else dict
+    rows: list[dict[str, Any]] = []
+    for index, row in enumerate(dataset):
+        converted = convert(row, index)  # one row, or several (a dialogue gives one per turn)
+        rows.extend(converted if isinstance(converted, list) else [converted])
+    return rows
+
+
+def _format_prompt(task: TaskSpec, row: dict[str, Any], prefix: str | None) -> str:
+    text = task.resolve(task.prompt.formatter)(row) if task.prompt.formatter else row["prompt"]
+    return f"{task.prompt.prefix if prefix is None else prefix}{text}{task.prompt.suffix}"
+
+
+class TaskPool(TextGenPool):
+    """The samples of a task's split, prompts formatted by the task."""
+
+    @classmethod
+    def prepare(
+        cls,
+        split: str,
+        task: str,
+        source: str = "shipped",
+        prompt_prefix: str | None = None,
+        max_samples: int | None = None,
+        seed: int = 0,
+    ) -> TaskPool:
+        """``source``: 'shipped' (offline subset), 'hub' (full dataset) or a local file/folder."""
+        from grue_bench import plugins
+
+        _check_split(split)
+        spec = plugins.TASKS.get(task)
+        if source == "shipped":
+            rows = read_jsonl(spec.data_path(split))
+        elif source == "hub":
+            rows = _read_hub(spec, split)
+        else:
+            rows = _read_local(Path(source), split)
+        samples = []
+        for number, row in enumerate(rows, start=1):
+            if "prompt" not in row and not spec.prompt.formatter:
+                raise GrueError(
+                    f"row {number} has no 'prompt'",
+                    source=source,
+                    key="prompt",
+                    fix="give every row id, prompt and references",
+                )
+            samples.append(
+                Sample(
+                    id=str(row.get("id", f"{task}-{split}-{number}")),
+                    prompt_or_input_text=_format_prompt(spec, row, prompt_prefix),
+                    references=list(row.get("references") or []),
+                    meta_data={
+                        **(row.get("meta") or {}),
+                        **({"label": row["label"]} if "label" in row else {}),
+                    },
+                )
+            )
+        if max_samples is not None and max_samples < len(samples):
+            samples = random.Random(seed).sample(samples, max_samples)
+        log.debug("task %s split %s: %d samples from %s", task, split, len(samples), source)
+        return cls(samples)
+
+
+class SyntheticPool(TextGenPool):
+    """RL4LMs's ``dummy_pool``: the same prompt repeated, no references (synthetic rewards)."""
+
+    @classmethod
+    def prepare(cls, split: str, n_samples: int = 100, prompt: str = "") -> SyntheticPool:
+        _check_split(split)
+        return cls(
+            [Sample(id=f"{split}-{i}", prompt_or_input_text=prompt, references=[]) for i in range(n_samples)]
+        )

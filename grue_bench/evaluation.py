@@ -1,0 +1,114 @@
+"""Scoring generations with a task's metric suite (used by `grue eval`, the runner and submit)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from grue_bench.config import Component
+from grue_bench.data import Sample
+from grue_bench.errors import GrueError, Problem
+from grue_bench.metrics.base import MetricScores
+
+log = logging.getLogger(__name__)
+
+
+def load_predictions(path: str | Path, samples: Sequence[Sample]) -> list[str]:
+    """Texts from a predictions JSONL (``id``, ``text``), in the order of ``samples``.
+
+    Every sample must be predicted exactly once and no other id may appear; all problems
+    are reported together, each with its line number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise GrueError("predictions file not found", source=str(path), fix="check the path")
+    wanted = {s.id for s in samples}
+    texts: dict[str, str] = {}
+    problems: list[Problem] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"line {number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(
+                    Problem(f"not valid JSON: {exc.msg}", where, "write one JSON object per line")
+                )
+                continue
+            if (
+                not isinstance(row, dict)
+                or not isinstance(row.get("id"), str)
+                or not isinstance(row.get("text"), str)
+            ):
+                problems.append(
+                    Problem(
+                        "needs string fields 'id' and 'text'", where, 'write {"id": "...", "text": "..."}'
+                    )
+                )
+                continue
+            if row["id"] not in wanted:
+                problems.append(
+                    Problem(
+                        f"id '{row['id']}' is not in this split",
+                        where,
+                        "predict the ids of the split being scored (see --split)",
+                    )
+                )
+            elif row["id"] in texts:
+                problems.append(
+                    Problem(f"id '{row['id']}' is predicted twice", where, "keep one prediction per id")
+                )
+            else:
+                texts[row["id"]] = row["text"]
+    missing = [s.id for s in samples if s.id not in texts]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        problems.append(
+            Problem(
+                f"{len(missing)} id(s) of the split have no prediction: {shown}",
+                "",
+                "predict every sample of the split",
+            )
+        )
+    if problems:
+        raise GrueError.many(problems, str(path))
+    return [texts[s.id] for s in samples]
+
+
+def score(
+    metrics: Sequence[Component],
+    samples: Sequence[Sample],
+    generations: Sequence[str],
+    *,
+    model: Any = None,
+    split: str | None = None,
+) -> dict[str, MetricScores]:
+    """Per metric id: its keys with per-sample and corpus scores."""
+    from grue_bench import plugins
+
+    prompts = [s.prompt_or_input_text for s in samples]
+    references = [s.references for s in samples]
+    metas = [s.meta_data for s in samples]
+    results: dict[str, MetricScores] = {}
+    for component in tqdm(metrics, desc="metrics", unit="metric", leave=False):
+        metric = plugins.METRICS.get(component.id)(**component.args)
+        scores = metric.compute(prompts, list(generations), references, metas, model=model, split_name=split)
+        for key, (_, corpus) in scores.items():
+            if not math.isfinite(corpus):
+                raise GrueError(f"metric '{component.id}' gave a non-finite score for '{key}'", key=key)
+        results[component.id] = scores
+        log.debug("%s: %s", component.id, {k: v[1] for k, v in scores.items()})
+    return results
+
+
+def corpus_table(results: dict[str, MetricScores]) -> dict[str, float]:
+    """Metric key -> corpus score, flattened over metric ids."""
+    return {key: corpus for scores in results.values() for key, (_, corpus) in scores.items()}

@@ -1,0 +1,24 @@
+"""A registered reward function reported as a metric (used by the synthetic tasks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grue_bench.metrics.base import Metric, MetricScores
+
+
+class RewardMetric(Metric):
+    """Per-sample rewards and their mean, under ``reward/<id>``."""
+
+    def __init__(self, id: str, args: dict[str, Any] | None = None) -> None:
+        from grue_bench import plugins
+
+        self.id = id
+        self.reward = plugins.REWARDS.get(id)(**(args or {}))
+
+    def compute(
+        self, prompt_texts, generated_texts, reference_texts, meta_infos=None, model=None, split_name=None
+    ) -> MetricScores:
+        metas = meta_infos or [{} for _ in generated_texts]
+        scores = self.reward.batch(prompt_texts, generated_texts, reference_texts, metas)
+        return {f"reward/{self.id}": (scores, sum(scores) / len(scores) if scores else 0.0)}

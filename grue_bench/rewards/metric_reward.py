@@ -1,0 +1,120 @@
+"""Any registered metric as a sentence-level reward, and the RL4LMs reward ids built on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, create_model
+
+from grue_bench.errors import GrueError
+from grue_bench.rewards.base import RewardFunction
+from grue_bench.schema import args_model
+
+
+class MetricReward(RewardFunction):
+    """reward = offset + scale * mean(per-sample scores of ``keys``) [+ shaping]."""
+
+    def __init__(
+        self,
+        metric: str,
+        keys: list[str],
+        metric_args: dict[str, Any] | None = None,
+        scale: float = 1.0,
+        offset: float = 0.0,
+        shaping_fn: str | None = None,
+    ) -> None:
+        from grue_bench import plugins
+
+        self.metric_id = metric
+        self.metric = plugins.METRICS.get(metric)(**(metric_args or {}))
+        self.keys = keys
+        self.scale = scale
+        self.offset = offset
+        self.shaping = plugins.REWARDS.get(shaping_fn)() if shaping_fn else None
+
+    def batch(self, prompts, generations, references, meta_infos) -> list[float]:
+        scores = self.metric.compute(prompts, generations, references, meta_infos)
+        columns = []
+        for key in self.keys:
+            per_sample = scores.get(key, (None, 0.0))[0]
+            if per_sample is None:
+                raise GrueError(
+                    f"metric '{self.metric_id}' gives no per-sample scores under '{key}'",
+                    key="reward_fn",
+                    fix=f"use one of its per-sample keys: {sorted(k for k, v in scores.items() if v[0])}",
+                )
+            columns.append(per_sample)
+        rewards = [self.offset + self.scale * sum(col) / len(col) for col in zip(*columns, strict=True)]
+        if self.shaping is not None:
+            shaped = self.shaping.batch(prompts, generations, references, meta_infos)
+            rewards = [r + s for r, s in zip(rewards, shaped, strict=True)]
+        return rewards
+
+
+def _metric_reward(metric: str, keys: list[str], scale: float = 1.0, offset: float = 0.0):
+    """A reward class for an RL4LMs id: the metric's own args pass through as ``metric_args``."""
+
+    class Reward(MetricReward):
+        def __init__(self, shaping_fn: str | None = None, **metric_args: Any) -> None:
+            super().__init__(metric, keys, metric_args, scale, offset, shaping_fn)
+
+        @classmethod
+        def args_schema(cls) -> type[BaseModel]:
+            """The metric's own arguments plus ``shaping_fn``."""
+            from grue_bench import plugins
+
+            base = args_model(plugins.METRICS.get(metric), metric)
+            return create_model(f"{cls.__name__}Args", __base__=base, shaping_fn=(str | None, None))
+
+    Reward.__name__ = Reward.__qualname__ = f"{metric.title().replace('_', '')}Reward"
+    return Reward
+
+
+class RougeReward(MetricReward):
+    """RL4LMs ``rouge``: one ROUGE variant's F-measure."""
+
+    def __init__(
+        self, rouge_type: str = "rouge1", use_stemmer: bool = True, shaping_fn: str | None = None
+    ) -> None:
+        super().__init__(
+            "rouge", [f"lexical/rouge_{rouge_type}"], {"use_stemmer": use_stemmer}, shaping_fn=shaping_fn
+        )
+
+
+class RougeCombinedReward(MetricReward):
+    """RL4LMs ``rouge_combined``: the mean of ROUGE-1, ROUGE-2 and ROUGE-L."""
+
+    def __init__(self, use_stemmer: bool = True, shaping_fn: str | None = None) -> None:
+        keys = [f"lexical/rouge_{k}" for k in ("rouge1", "rouge2", "rougeL")]
+        super().__init__("rouge", keys, {"use_stemmer": use_stemmer}, shaping_fn=shaping_fn)
+
+
+MeteorReward = _metric_reward("meteor", ["lexical/meteor"])
+BleuReward = _metric_reward("bleu", ["lexical/bleu"])
+SacreBleuReward = _metric_reward("sacre_bleu", ["lexical/sacrebleu"], scale=0.01)
+ChrFReward = _metric_reward("chrf", ["lexical/chrf"], scale=0.01)
+TerReward = _metric_reward("ter", ["lexical/ter"], scale=-0.01, offset=1.0)
+"""1 - TER (TER is reported on sacrebleu's 0-100 scale)."""
+BertScoreReward = _metric_reward("bert_score", ["semantic/bert_score"])
+ParentReward = _metric_reward("parent_totto", ["table_to_text/parent_f1"])
+RougeLMaxReward = _metric_reward("rouge_l_max", ["lexical/rouge_l_max"])
+CiderReward = _metric_reward("cider", ["lexical/cider"])
+SentimentReward = _metric_reward("learned_reward", ["semantic/learned_automodel_metric"])
+BleurtReward = _metric_reward("bleurt", ["semantic/bleurt"])
+
+
+class IntentAccuracyReward(RewardFunction):
+    """RL4LMs ``intent_accuracy``: intent_coeff * intent match + auto_coeff * METEOR."""
+
+    def __init__(
+        self, intent_coeff: float = 0.75, auto_coeff: float = 0.25, model_name: str | None = None
+    ) -> None:
+        self.intent = MetricReward("intent_accuracy", ["intent/accuracy"], {"model_name": model_name})
+        self.meteor = MetricReward("meteor", ["lexical/meteor"])
+        self.intent_coeff = intent_coeff
+        self.auto_coeff = auto_coeff
+
+    def batch(self, prompts, generations, references, meta_infos) -> list[float]:
+        intent = self.intent.batch(prompts, generations, references, meta_infos)
+        meteor = self.meteor.batch(prompts, generations, references, meta_infos)
+        return [self.intent_coeff * i + self.auto_coeff * m for i, m in zip(intent, meteor, strict=True)]

@@ -1,0 +1,15 @@
+"""IMDB: turn a hub review into a continuation sample (first half of the words -> the rest)."""
+
+import hashlib
+
+
+def from_hub(row: dict, index: int) -> dict:
+    words = row["text"].split()
+    half = len(words) // 2
+    return {
+        "id": "imdb-" + hashlib.sha1(row["text"].encode()).hexdigest()[:16],
+        "prompt": " ".join(words[:half]),
+        "references": [" ".join(words[half:])],
+        "label": row["label"],
+        "meta": {"n_words": len(words), "prefix_fraction": 0.5},
+    }

@@ -1,0 +1,28 @@
+"""Test-wide settings: offline, one thread, and a fresh cache per session."""
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+RL4LMS_CONFIGS = Path(__file__).resolve().parent / "data" / "rl4lms_configs"
+
+
+@pytest.fixture
+def run_grue(capsys):
+    """Run ``grue`` in-process; returns (exit code, stdout, stderr)."""
+    from grue_bench.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run

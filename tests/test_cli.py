@@ -1,0 +1,58 @@
+"""The `grue` command: help for every subcommand, light start-up, listings, exit codes."""
+
+import subprocess
+import sys
+
+import pytest
+
+from grue_bench.cli import SUBCOMMANDS
+
+
+@pytest.mark.parametrize("command", [[], *[[name] for name in SUBCOMMANDS]])
+def test_help_answers_without_importing_heavy_libraries(command):
+    # `grue --help` must be fast: torch, transformers and pandas load only inside a command.
+    code = (
+        "import sys\n"
+        "from grue_bench.cli import main\n"
+        "try:\n"
+        f"    main({command + ['--help']!r})\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0\n"
+        "heavy = [m for m in ('torch', 'transformers', 'pandas', 'datasets', 'matplotlib') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "usage: grue" in result.stdout
+
+
+def test_console_script_is_installed():
+    result = subprocess.run(["grue", "--version"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0
+    assert result.stdout.startswith("grue-bench ")
+
+
+def test_ls_lists_every_kind(run_grue):
+    code, out, _ = run_grue("ls")
+    assert code == 0
+    for kind in ("tasks", "datapools", "rewards", "metrics", "algorithms", "policies"):
+        assert f"\n{kind} (" in "\n" + out
+    for id in ("ppo", "nlpo", "a2c", "trpo", "supervised", "maskable_seq2seq_lm_actor_critic_policy"):
+        assert f"  {id} " in out
+
+
+@pytest.mark.parametrize("command", ["run", "report", "crowd", "submit"])
+def test_unfinished_commands_say_so_and_fail(run_grue, command):
+    code, out, err = run_grue(command)
+    assert code == 3
+    assert "not available in this version yet" in err
+    assert out == ""
+
+
+def test_unknown_subcommand_is_a_usage_error(capsys):
+    from grue_bench.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+    assert info.value.code == 2
+    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err

@@ -1,0 +1,184 @@
+"""Configs in the RL4LMs schema load unchanged; malformed ones fail with file and key path."""
+
+import textwrap
+
+import pytest
+import yaml
+
+from conftest import RL4LMS_CONFIGS
+from grue_bench.config import apply_override, load_config
+from grue_bench.errors import GrueError
+
+PPO_CONFIG = RL4LMS_CONFIGS / "cnn_dm_t5_ppo.yml"
+NLPO_CONFIG = RL4LMS_CONFIGS / "imdb_gpt2_nlpo.yml"
+
+
+@pytest.mark.parametrize("name", ["cnn_dm_t5_ppo.yml", "imdb_gpt2_nlpo.yml", "commongen_t5_supervised.yml"])
+def test_rl4lms_configs_validate_unchanged(run_grue, name):
+    code, out, err = run_grue("validate", str(RL4LMS_CONFIGS / name))
+    assert code == 0, err
+    assert out.startswith(f"ok: {RL4LMS_CONFIGS / name}")
+
+
+def test_rl4lms_values_are_read_into_typed_fields():
+    config = load_config(NLPO_CONFIG)
+    assert config.alg.id == "nlpo"
+    assert config.alg.kl_div.target_kl == 0.02
+    assert config.alg.policy.args["top_mask"] == 0.9
+    assert config.train_evaluation.n_iters == 50
+    assert config.env.args.max_episode_length == 48
+    assert config.tokenizer.pad_token_as_eos_token is True
+
+
+def test_overrides_change_any_key_and_the_hash():
+    base = load_config(PPO_CONFIG)
+    changed = load_config(PPO_CONFIG, ["alg.args.learning_rate=1e-5", "env.args.max_episode_length=64"])
+    assert changed.alg.args["learning_rate"] == pytest.approx(1e-5) or changed.alg.args["learning_rate"] == "1e-5"
+    assert changed.env.args.max_episode_length == 64
+    assert changed.hash() != base.hash()
+    assert load_config(PPO_CONFIG).hash() == base.hash()
+
+
+def test_seeds_and_output_paths_do_not_change_the_hash():
+    base = load_config(PPO_CONFIG)
+    other = load_config(PPO_CONFIG, ["seeds=[3, 4]", "store=/tmp/x.sqlite", "output_dir=/tmp/out"])
+    assert other.seed_list() == [3, 4]
+    assert other.hash() == base.hash()
+
+
+def test_dump_is_valid_yaml_that_loads_to_the_same_config(run_grue, tmp_path):
+    code, out, _ = run_grue("validate", str(PPO_CONFIG), "--dump")
+    assert code == 0
+    dumped = out.split("\n", 1)[1]
+    path = tmp_path / "dumped.yml"
+    path.write_text(dumped)
+    assert load_config(path).hash() == load_config(PPO_CONFIG).hash()
+    assert yaml.safe_load(dumped)["alg"]["policy"]["args"]["generation_kwargs"]["max_new_tokens"] == 100
+
+
+def _mutate(tmp_path, edit):
+    data = yaml.safe_load(PPO_CONFIG.read_text())
+    edit(data)
+    path = tmp_path / "bad.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _set(path, value):
+    def edit(data):
+        node = data
+        keys = path.split(".")
+        for key in keys[:-1]:
+            node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+        node[keys[-1]] = value
+
+    return edit
+
+
+def _delete(path):
+    def edit(data):
+        node = data
+        keys = path.split(".")
+        for key in keys[:-1]:
+            node = node[key]
+        del node[keys[-1]]
+
+    return edit
+
+
+MALFORMED = [
+    # (edit, key path named in the message, words the message must contain)
+    (_set("algo", {"id": "ppo"}), "algo", "unknown key"),
+    (_set("alg.args.learning_rat", 1e-5), "alg.args.learning_rat", "unknown key"),
+    (_set("alg.args.n_steps", "many"), "alg.args.n_steps", "integer"),
+    (_set("alg.args.learning_rate", -1.0), "alg.args.learning_rate", "greater than 0"),
+    (_set("alg.id", "ppo2"), "alg.id", "Did you mean 'ppo'"),
+    (_set("alg.policy.id", "seq2seq_policy"), "alg.policy.id", "unknown polic"),
+    (_set("reward_fn.id", "rogue"), "reward_fn.id", "Did you mean 'rouge'"),
+    (_set("reward_fn.args.rouge_typo", "rouge2"), "reward_fn.args.rouge_typo", "unknown key"),
+    (_set("train_evaluation.metrics.1.id", "rouge3"), "train_evaluation.metrics.1.id", "unknown metric"),
+    (_set("datapool.id", "cnn_dailymale"), "datapool.id", "Did you mean"),
+    (_set("datapool.args.prompt_prefx", "x"), "datapool.args.prompt_prefx", "unknown key"),
+    (
+        _set("alg.policy.args.generation_kwargs.max_new_token", 5),
+        "alg.policy.args.generation_kwargs.max_new_token",
+        "unknown key",
+    ),
+    (_set("env.args.prompt_truncation_side", "middle"), "env.args.prompt_truncation_side", "'left' or 'right'"),
+    (_set("env.n_envs", 0), "env.n_envs", "greater than 0"),
+    (_delete("alg"), "alg", "required key is missing"),
+    (_set("alg.id", "nlpo"), "alg.policy.id", "maskable"),
+    (_set("train_evaluation.eval_every", 500), "train_evaluation.eval_every", "larger than n_iters"),
+    (_set("alg.training_args", {"num_train_epochs": 1}), "alg.training_args", "supervised"),
+    (_set("task", "imbd"), "task", "Did you mean 'imdb'"),
+    (_set("alg.kl_div.coeff", -0.1), "alg.kl_div.coeff", "greater than or equal to 0"),
+]
+
+
+@pytest.mark.parametrize(("edit", "key", "words"), MALFORMED, ids=[m[1] for m in MALFORMED])
+def test_malformed_config_exits_2_naming_file_and_key(run_grue, tmp_path, edit, key, words):
+    path = _mutate(tmp_path, edit)
+    code, out, err = run_grue("validate", str(path))
+    assert code == 2
+    assert out == ""
+    assert f"{path}: {key}" in err
+    assert words in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("alg: [unclosed", "not valid YAML (line 1"),
+        ("- just\n- a list\n", "top level must be a mapping"),
+        ("alg: !!python/object/apply:os.system ['echo hi']\n", "not valid YAML"),
+        ("alg:\n  id: ppo\nalg:\n  id: a2c\n", "duplicate key 'alg'"),
+    ],
+)
+def test_unreadable_yaml_exits_2_naming_the_file(run_grue, tmp_path, text, words):
+    path = tmp_path / "broken.yml"
+    path.write_text(textwrap.dedent(text))
+    code, _, err = run_grue("validate", str(path))
+    assert code == 2
+    assert str(path) in err and words in err
+
+
+def test_missing_file(run_grue, tmp_path):
+    code, _, err = run_grue("validate", str(tmp_path / "nope.yml"))
+    assert code == 2
+    assert "nope.yml: file not found" in err
+
+
+def test_every_problem_is_reported_at_once(run_grue, tmp_path):
+    def edit(data):
+        data["alg"]["args"]["n_epochs"] = "five"
+        data["reward_fn"]["id"] = "nope"
+        data["env"]["args"]["max_episode_length"] = -1
+
+    code, _, err = run_grue("validate", str(_mutate(tmp_path, edit)))
+    assert code == 2
+    assert "alg.args.n_epochs" in err and "env.args.max_episode_length" in err
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    from grue_bench.cli import main
+
+    with pytest.raises(GrueError):
+        main(["--debug", "validate", str(tmp_path / "nope.yml")])
+
+
+@pytest.mark.parametrize("assignment", ["alg.args.lr", "=3", "a..b=1"])
+def test_malformed_override(assignment):
+    with pytest.raises(GrueError, match="key.path=value"):
+        apply_override({}, assignment)
+
+
+def test_override_into_a_value_is_refused():
+    with pytest.raises(GrueError, match="is a value, not a section"):
+        apply_override({"alg": "ppo"}, "alg.id=ppo")
+
+
+def test_bad_override_value_via_cli(run_grue):
+    code, _, err = run_grue("validate", str(PPO_CONFIG), "--set", "alg.args.n_epochs=lots")
+    assert code == 2
+    assert "alg.args.n_epochs" in err and "--set" in err
