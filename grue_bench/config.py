@@ -54,8 +54,8 @@ class KLConfig(Strict):
     """Initial KL penalty coefficient beta."""
     target_kl: PositiveFloat | None = None
     """Target KL of the adaptive controller; None keeps beta fixed."""
-    horizon: PositiveInt = 10000
-    """Adaptive controller horizon (RL4LMs fixes the update rate at 0.1; this scales it)."""
+    update_rate: PositiveFloat = 0.1
+    """Adaptive controller step: beta <- beta * (1 + update_rate * clipped relative KL error)."""
 
 
 class PolicyConfig(Strict):

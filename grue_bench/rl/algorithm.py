@@ -1,0 +1,138 @@
+"""What every on-policy algorithm shares: one iteration = collect a rollout, update, adapt beta.
+
+An algorithm subclasses ``OnPolicyAlgorithm`` and writes only its ``update``. Metric keys are
+the same for every algorithm (see ``STAT_KEYS``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from grue_bench.data import Sample
+from grue_bench.rl.batch import Rollout
+from grue_bench.rl.hparams import AlgArgs
+from grue_bench.rl.kl import make_kl_controller
+from grue_bench.rl.masking import ActionMasker
+from grue_bench.rl.policy import ActorCritic, frozen_copy
+from grue_bench.rl.rollout import GenerationSettings, RolloutCollector
+
+log = logging.getLogger(__name__)
+
+STAT_KEYS = (
+    "train/policy_loss",
+    "train/value_loss",
+    "train/entropy",
+    "train/approx_kl",
+    "train/clipfrac",
+    "train/kl_to_ref",
+    "train/kl_coef",
+    "rollout/reward",
+    "rollout/length",
+    "time/rollout_s",
+    "time/update_s",
+)
+
+
+class OnPolicyAlgorithm:
+    """Rollout collection, KL control and the iteration loop; subclasses implement ``update``."""
+
+    Args: type[AlgArgs] = AlgArgs
+
+    def __init__(
+        self,
+        policy: ActorCritic,
+        tokenizer: Any,
+        reward_fn: Any,
+        args: AlgArgs,
+        generation: GenerationSettings,
+        kl_coeff: float = 0.001,
+        target_kl: float | None = None,
+        kl_rate: float = 0.1,
+        accelerator: Any = None,
+        masker: ActionMasker | None = None,
+    ) -> None:
+        from accelerate import Accelerator
+
+        self.args = args
+        self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
+        self.device = self.accelerator.device
+        self.ref_lm = frozen_copy(policy.lm).to(self.device)
+        self.optimizer = self.make_optimizer(policy)
+        self.policy, self.optimizer = self.accelerator.prepare(policy, self.optimizer)
+        self.kl = make_kl_controller(kl_coeff, target_kl, kl_rate)
+        self.collector = RolloutCollector(
+            policy=self.unwrapped,
+            ref_lm=self.ref_lm,
+            tokenizer=tokenizer,
+            reward_fn=reward_fn,
+            settings=generation,
+            device=self.device,
+            chunk_size=max(args.batch_size, 16),
+            masker=masker,
+        )
+        self.iteration = 0
+
+    @property
+    def unwrapped(self) -> ActorCritic:
+        """The policy without its distributed wrapper (for generation and saving)."""
+        return self.accelerator.unwrap_model(self.policy)
+
+    def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(policy.parameters(), lr=self.args.learning_rate, weight_decay=0.0)
+
+    def episodes_per_iteration(self) -> int:
+        return self.args.n_steps
+
+    def update(self, rollout: Rollout) -> dict[str, float]:
+        """One optimisation phase on a rollout; returns ``train/*`` statistics."""
+        raise NotImplementedError
+
+    def before_rollout(self) -> None:
+        """Hook run at the start of every iteration (NLPO refreshes its masking model here)."""
+
+    def mean_across_ranks(self, value: float) -> float:
+        """The mean of a scalar over processes, so every rank takes the same decisions."""
+        if self.accelerator.num_processes == 1:
+            return value
+        tensor = torch.tensor([value], device=self.device)
+        return float(self.accelerator.reduce(tensor, reduction="mean"))
+
+    def step(self, pool: Sequence[Sample], rng: random.Random) -> dict[str, float]:
+        """One iteration: rollout, update, KL-coefficient update. Returns the iteration's stats."""
+        self.before_rollout()
+        started = time.perf_counter()
+        samples = [pool[rng.randrange(len(pool))] for _ in range(self.episodes_per_iteration())]
+        rollout, info = self.collector.collect(
+            samples, self.kl.value, self.args.gamma, self.args.gae_lambda, self.args.normalize_advantage
+        )
+        rollout_s = time.perf_counter() - started
+        started = time.perf_counter()
+        self.policy.train()
+        train_stats = self.update(rollout)
+        update_s = time.perf_counter() - started
+        kl_to_ref = self.mean_across_ranks(info.kl_to_ref)
+        kl_coef = self.kl.value
+        self.kl.update(kl_to_ref)
+        self.iteration += 1
+        self.last_texts = info.texts
+        return {
+            **train_stats,
+            "train/kl_to_ref": kl_to_ref,
+            "train/kl_coef": kl_coef,
+            "rollout/reward": self.mean_across_ranks(float(info.task_rewards.mean())),
+            "rollout/length": info.mean_length,
+            "time/rollout_s": rollout_s,
+            "time/update_s": update_s,
+        }
+
+    def minibatches(self, size: int, generator: torch.Generator):
+        """Shuffled index batches covering the rollout once."""
+        order = torch.randperm(size, generator=generator)
+        step = self.args.batch_size
+        return [order[i : i + step] for i in range(0, size, step)]

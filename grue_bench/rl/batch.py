@@ -1,0 +1,50 @@
+"""The tensors of one rollout, as a typed, frozen batch (never a bare dict)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import torch
+
+
+@dataclass(frozen=True)
+class TokenBatch:
+    """Prompts and responses as token ids.
+
+    Causal models see ``prompt_ids`` (left-padded) followed by ``response_ids`` (right-padded);
+    seq2seq models encode the prompt and decode the response.
+    """
+
+    prompt_ids: torch.Tensor  # [B, P]
+    prompt_mask: torch.Tensor  # [B, P]
+    response_ids: torch.Tensor  # [B, T]
+    response_mask: torch.Tensor  # [B, T] float, 1 up to and including the last generated token
+
+    def __len__(self) -> int:
+        return self.prompt_ids.size(0)
+
+    def select(self, index: torch.Tensor) -> TokenBatch:
+        """The rows in ``index``."""
+        return type(self)(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+
+@dataclass(frozen=True)
+class Rollout(TokenBatch):
+    """A token batch with what the update needs: old log-probs, values, advantages, returns."""
+
+    logprobs: torch.Tensor  # [B, T] log pi_old(a_t | s_t)
+    ref_logprobs: torch.Tensor  # [B, T]
+    values: torch.Tensor  # [B, T]
+    advantages: torch.Tensor  # [B, T]
+    returns: torch.Tensor  # [B, T]
+    action_mask: torch.Tensor | None = None  # [B, T, V] bool: NLPO's allowed tokens, else None
+
+    def select(self, index: torch.Tensor) -> Rollout:
+        values = {}
+        for f in fields(self):
+            tensor = getattr(self, f.name)
+            values[f.name] = None if tensor is None else tensor[index]
+        return type(self)(**values)
+
+    def with_advantages(self, advantages: torch.Tensor) -> Rollout:
+        return replace(self, advantages=advantages)

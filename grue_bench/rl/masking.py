@@ -1,0 +1,86 @@
+"""NLPO's action masking: a masking model's top-p tokens restrict what the policy may sample.
+
+The same mask is used while sampling (a logits processor inside ``generate()``) and in the
+probability ratio of the update (recomputed in one pass over the whole sequence). The
+processor holds the masking *module*; refreshing it copies the policy's weights into that same
+module in place, so the sampler always sees the refreshed weights (RL4LMs's sampler did not).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from grue_bench.rl.batch import TokenBatch
+from grue_bench.rl.policy import causal_position_ids, response_logits_and_hidden
+
+
+def top_p_mask(logits: torch.Tensor, top_p: float, min_tokens_to_keep: int = 1) -> torch.Tensor:
+    """True for the smallest set of most likely tokens whose probability reaches ``top_p``."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    before = sorted_probs.cumsum(-1) - sorted_probs  # probability mass ranked above each token
+    keep_sorted = before < top_p
+    keep_sorted[..., : max(1, min_tokens_to_keep)] = True
+    return torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+
+
+def top_k_mask(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """True for the ``k`` most likely tokens."""
+    k = min(k, logits.size(-1))
+    return torch.zeros_like(logits, dtype=torch.bool).scatter(-1, logits.topk(k, dim=-1).indices, True)
+
+
+class ActionMasker:
+    """Computes allowed-token masks from a masking model (``learned_top_p`` or ``learned_top_k``)."""
+
+    def __init__(
+        self, mask_model: nn.Module, model_type: str, mask_type: str, top_mask: float, min_keep: int
+    ):
+        self.model = mask_model
+        self.model_type = model_type
+        self.mask_type = mask_type
+        self.top_mask = top_mask
+        self.min_keep = min_keep
+
+    def mask_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        if self.mask_type == "learned_top_k":
+            return top_k_mask(logits, max(int(self.top_mask), self.min_keep))
+        return top_p_mask(logits, self.top_mask, self.min_keep)
+
+    @torch.no_grad()
+    def sequence_mask(self, batch: TokenBatch) -> torch.Tensor:
+        """Allowed tokens at every response step [B, T, V], in one pass."""
+        logits, _ = response_logits_and_hidden(self.model, batch, self.model_type, want_hidden=False)
+        return self.mask_from_logits(logits)
+
+    def processor(self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> MaskLogitsProcessor:
+        """A logits processor for ``generate()`` over these prompts."""
+        return MaskLogitsProcessor(self, prompt_ids, prompt_mask)
+
+
+class MaskLogitsProcessor:
+    """Sets the scores of tokens outside the masking model's top set to -inf during sampling."""
+
+    def __init__(self, masker: ActionMasker, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor):
+        self.masker = masker
+        self.prompt_ids = prompt_ids
+        self.prompt_mask = prompt_mask
+
+    @torch.no_grad()
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        model = self.masker.model
+        if self.masker.model_type == "causal":
+            new = input_ids.size(1) - self.prompt_ids.size(1)
+            attention = torch.cat(
+                [self.prompt_mask, self.prompt_mask.new_ones(input_ids.size(0), new)], dim=1
+            )
+            logits = model(
+                input_ids=input_ids, attention_mask=attention, position_ids=causal_position_ids(attention)
+            ).logits[:, -1]
+        else:
+            logits = model(
+                input_ids=self.prompt_ids, attention_mask=self.prompt_mask, decoder_input_ids=input_ids
+            ).logits[:, -1]
+        allowed = self.masker.mask_from_logits(logits[:, : scores.size(-1)])
+        return scores.masked_fill(~allowed, float("-inf"))

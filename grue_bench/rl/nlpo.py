@@ -1,0 +1,42 @@
+"""Natural Language Policy Optimization (Ramamurthy et al. 2022): PPO with a masking policy.
+
+A masking model, a copy of the policy refreshed every ``target_update_iterations``, keeps only
+its top-p tokens (at least ``min_tokens_to_keep``). The policy samples from its own
+distribution restricted to that set, and the same restriction enters the probability ratio,
+so the update below is PPO's, unchanged, on masked distributions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grue_bench.rl.hparams import MaskablePolicyArgs, NLPOArgs
+from grue_bench.rl.masking import ActionMasker
+from grue_bench.rl.policy import ActorCritic, frozen_copy
+from grue_bench.rl.ppo import PPO
+
+
+class NLPO(PPO):
+    Args = NLPOArgs
+    args: NLPOArgs
+
+    def __init__(self, policy: ActorCritic, *args: Any, mask_args: MaskablePolicyArgs, **kwargs: Any) -> None:
+        masker = ActionMasker(
+            frozen_copy(policy.lm),
+            policy.model_type,
+            mask_args.mask_type,
+            mask_args.top_mask,
+            mask_args.min_tokens_to_keep,
+        )
+        self.target_update_iterations = mask_args.target_update_iterations
+        super().__init__(policy, *args, masker=masker, **kwargs)
+        masker.model.to(self.device)
+        self.masker = masker
+
+    def before_rollout(self) -> None:
+        if self.iteration > 0 and self.iteration % self.target_update_iterations == 0:
+            self.refresh_mask_model()
+
+    def refresh_mask_model(self) -> None:
+        """Copy the policy's current weights into the masking model, in place (the sampler holds it)."""
+        self.masker.model.load_state_dict(self.unwrapped.lm.state_dict())

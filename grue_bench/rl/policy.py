@@ -1,0 +1,149 @@
+"""Actor-critic LM policies for causal and seq2seq models.
+
+The value head sits on the policy's own trunk by default (one LM copy less than RL4LMs); a
+separate critic LM is an option. One forward pass over whole sequences gives the log-probs of
+the taken tokens, the entropy and the values: nothing is replayed token by token.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from grue_bench.rl.batch import TokenBatch
+
+
+@dataclass(frozen=True)
+class PolicyOutput:
+    """Per response token: log pi(a_t|s_t), entropy of pi(.|s_t), V(s_t)."""
+
+    logprobs: torch.Tensor  # [B, T]
+    entropy: torch.Tensor  # [B, T]
+    values: torch.Tensor | None  # [B, T]
+
+
+def causal_position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Positions that skip left padding, as generate() uses them."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def response_logits_and_hidden(
+    lm: nn.Module, batch: TokenBatch, model_type: str, want_hidden: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Logits predicting each response token [B, T, V] and the hidden states at those steps."""
+    prompt_len = batch.prompt_ids.size(1)
+    if model_type == "causal":
+        input_ids = torch.cat([batch.prompt_ids, batch.response_ids], dim=1)
+        attention = torch.cat([batch.prompt_mask, batch.response_mask.to(batch.prompt_mask.dtype)], dim=1)
+        out = lm(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=causal_position_ids(attention),
+            output_hidden_states=want_hidden,
+            use_cache=False,
+        )
+        steps = slice(prompt_len - 1, input_ids.size(1) - 1)  # the state before each response token
+        hidden = out.hidden_states[-1][:, steps] if want_hidden else None
+        return out.logits[:, steps], hidden
+    start = torch.full_like(batch.response_ids[:, :1], lm.config.decoder_start_token_id)
+    decoder_input = torch.cat([start, batch.response_ids[:, :-1]], dim=1)
+    decoder_mask = torch.cat(
+        [torch.ones_like(batch.response_mask[:, :1]), batch.response_mask[:, :-1]], dim=1
+    )
+    out = lm(
+        input_ids=batch.prompt_ids,
+        attention_mask=batch.prompt_mask,
+        decoder_input_ids=decoder_input,
+        decoder_attention_mask=decoder_mask.long(),
+        output_hidden_states=want_hidden,
+        use_cache=False,
+    )
+    return out.logits, (out.decoder_hidden_states[-1] if want_hidden else None)
+
+
+def logprobs_and_entropy(
+    logits: torch.Tensor, actions: torch.Tensor, action_mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """log pi(a) and entropy, under the distribution restricted to ``action_mask`` if given."""
+    logits = logits.float()
+    if action_mask is not None:
+        logits = logits.masked_fill(~action_mask, torch.finfo(logits.dtype).min)
+    logp_all = torch.log_softmax(logits, dim=-1)
+    logprobs = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logprobs, entropy
+
+
+class ActorCritic(nn.Module):
+    """A language model policy with a value head (shared trunk, or a separate critic LM)."""
+
+    def __init__(
+        self, lm: nn.Module, model_type: Literal["causal", "seq2seq"], critic: str = "shared"
+    ) -> None:
+        super().__init__()
+        self.lm = lm
+        self.model_type = model_type
+        self.critic_lm = copy.deepcopy(lm) if critic == "separate" else None
+        hidden = lm.config.hidden_size if hasattr(lm.config, "hidden_size") else lm.config.d_model
+        self.value_head = nn.Linear(hidden, 1)
+        nn.init.zeros_(self.value_head.weight)
+        nn.init.zeros_(self.value_head.bias)
+
+    def forward(
+        self,
+        batch: TokenBatch,
+        action_mask: torch.Tensor | None = None,
+        with_values: bool = True,
+        detach_value_trunk: bool = False,
+    ) -> PolicyOutput:
+        """One pass over prompts + responses; ``detach_value_trunk`` trains only the value head."""
+        shared = with_values and self.critic_lm is None
+        logits, hidden = response_logits_and_hidden(self.lm, batch, self.model_type, want_hidden=shared)
+        logprobs, entropy = logprobs_and_entropy(logits, batch.response_ids, action_mask)
+        values = None
+        if with_values:
+            if self.critic_lm is not None:
+                _, hidden = response_logits_and_hidden(
+                    self.critic_lm, batch, self.model_type, want_hidden=True
+                )
+            if detach_value_trunk:
+                hidden = hidden.detach()
+            values = self.value_head(hidden.float()).squeeze(-1)
+        return PolicyOutput(logprobs, entropy, values)
+
+    def policy_parameters(self) -> list[nn.Parameter]:
+        """The actor's parameters (the LM), without the critic's."""
+        return list(self.lm.parameters())
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        """The critic's own parameters: the value head, plus the critic LM if separate."""
+        params = list(self.value_head.parameters())
+        if self.critic_lm is not None:
+            params += list(self.critic_lm.parameters())
+        return params
+
+
+def frozen_copy(lm: nn.Module) -> nn.Module:
+    """A frozen copy of ``lm`` in eval mode (the reference model, or NLPO's masking model)."""
+    ref = copy.deepcopy(lm)
+    ref.eval()
+    ref.requires_grad_(False)
+    return ref
+
+
+class CausalLMActorCritic(ActorCritic):
+    """RL4LMs's causal_lm_actor_critic_policy."""
+
+    def __init__(self, lm: nn.Module, critic: str = "shared") -> None:
+        super().__init__(lm, "causal", critic)
+
+
+class Seq2SeqLMActorCritic(ActorCritic):
+    """RL4LMs's seq2seq_lm_actor_critic_policy."""
+
+    def __init__(self, lm: nn.Module, critic: str = "shared") -> None:
+        super().__init__(lm, "seq2seq", critic)

@@ -1,0 +1,240 @@
+"""Collecting rollouts: batched generate() with the KV cache, one scoring pass, rewards once.
+
+Per batch of prompts: sample responses with ``generate()``; call the reward function once on
+the decoded texts; then one forward pass of the policy (log-probs, values) and one of the frozen
+reference (log-probs) over the whole sequences. Nothing is replayed token by token.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from grue_bench.data import Sample
+from grue_bench.errors import GrueError
+from grue_bench.rl.advantages import gae, masked_mean, token_rewards, whiten
+from grue_bench.rl.batch import Rollout, TokenBatch
+from grue_bench.rl.masking import ActionMasker
+from grue_bench.rl.policy import ActorCritic, logprobs_and_entropy, response_logits_and_hidden
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How prompts are cut and responses sampled (from ``env.args`` and ``generation_kwargs``)."""
+
+    max_prompt_length: int
+    prompt_truncation_side: str
+    max_new_tokens: int
+    terminate_on_eos: bool
+    generation_kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Sampled responses and their texts."""
+
+    tokens: TokenBatch
+    texts: list[str]
+
+
+def encode_prompts(tokenizer, texts: Sequence[str], settings: GenerationSettings, model_type: str, device):
+    """Token ids and mask of ``texts``; causal prompts are left-padded for generation."""
+    tokenizer.truncation_side = settings.prompt_truncation_side
+    tokenizer.padding_side = "left" if model_type == "causal" else "right"
+    encoded = tokenizer(
+        list(texts), truncation=True, max_length=settings.max_prompt_length, add_special_tokens=True
+    )["input_ids"]
+    start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    encoded = [ids or [start] for ids in encoded]  # an empty prompt still needs one token to condition on
+    padded = tokenizer.pad({"input_ids": encoded}, return_tensors="pt")
+    return padded["input_ids"].to(device), padded["attention_mask"].to(device)
+
+
+def response_mask(response_ids: torch.Tensor, eos_id: int | None, terminate_on_eos: bool) -> torch.Tensor:
+    """1 up to and including the first EOS (everything when EOS does not end an episode)."""
+    if not terminate_on_eos or eos_id is None:
+        return torch.ones_like(response_ids, dtype=torch.float)
+    is_eos = (response_ids == eos_id).long()
+    eos_before = is_eos.cumsum(1) - is_eos
+    return (eos_before == 0).float()
+
+
+@torch.no_grad()
+def generate(
+    lm,
+    tokenizer,
+    model_type: str,
+    prompts: Sequence[str],
+    settings: GenerationSettings,
+    device,
+    masker: ActionMasker | None = None,
+    generation_kwargs: dict[str, Any] | None = None,
+) -> Generated:
+    """Sample (or decode) responses for ``prompts`` in one ``generate()`` call."""
+    from transformers import GenerationConfig, LogitsProcessorList
+
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, settings, model_type, device)
+    kwargs = {"max_new_tokens": settings.max_new_tokens, **(generation_kwargs or settings.generation_kwargs)}
+    kwargs["max_new_tokens"] = min(kwargs["max_new_tokens"], settings.max_new_tokens)
+    config = GenerationConfig(
+        **kwargs,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id if settings.terminate_on_eos else None,
+        decoder_start_token_id=getattr(lm.config, "decoder_start_token_id", None),
+    )
+    processors = LogitsProcessorList([masker.processor(prompt_ids, prompt_mask)] if masker else [])
+    was_training = lm.training
+    lm.eval()
+    out = lm.generate(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        generation_config=config,
+        logits_processor=processors,
+    )
+    lm.train(was_training)
+    response = out[:, prompt_ids.size(1) :] if model_type == "causal" else out[:, 1:]
+    if response.size(1) == 0:  # nothing generated at all: one EOS action per sequence
+        response = torch.full_like(prompt_ids[:, :1], tokenizer.eos_token_id)
+    mask = response_mask(response, tokenizer.eos_token_id, settings.terminate_on_eos)
+    response = torch.where(mask.bool(), response, torch.full_like(response, tokenizer.pad_token_id))
+    texts = tokenizer.batch_decode(response, skip_special_tokens=True)
+    return Generated(TokenBatch(prompt_ids, prompt_mask, response, mask), texts)
+
+
+def pad_right(tensors: list[torch.Tensor], value: float) -> torch.Tensor:
+    """Concatenate [b, t_i, ...] tensors along the batch, right-padding the time dimension."""
+    width = max(t.size(1) for t in tensors)
+    padded = []
+    for t in tensors:
+        pad = [0, 0] * (t.dim() - 2) + [0, width - t.size(1)]
+        padded.append(torch.nn.functional.pad(t, pad, value=value))
+    return torch.cat(padded)
+
+
+def pad_left(tensors: list[torch.Tensor], value: float) -> torch.Tensor:
+    """Concatenate [b, p_i] tensors along the batch, left-padding (causal prompts)."""
+    width = max(t.size(1) for t in tensors)
+    return torch.cat([torch.nn.functional.pad(t, [width - t.size(1), 0], value=value) for t in tensors])
+
+
+@dataclass(frozen=True)
+class RolloutStats:
+    """What a rollout says about the policy, for logging."""
+
+    texts: list[str]
+    task_rewards: torch.Tensor  # [N]
+    kl_to_ref: float
+    mean_length: float
+
+
+@dataclass
+class RolloutCollector:
+    """Samples episodes from the current policy and scores them."""
+
+    policy: ActorCritic
+    ref_lm: torch.nn.Module
+    tokenizer: Any
+    reward_fn: Any
+    settings: GenerationSettings
+    device: torch.device
+    chunk_size: int = 64
+    masker: ActionMasker | None = None
+
+    @torch.no_grad()
+    def collect(
+        self,
+        samples: Sequence[Sample],
+        beta: float,
+        gamma: float,
+        lam: float,
+        normalize_advantage: bool = True,
+    ) -> tuple[Rollout, RolloutStats]:
+        """A full rollout over ``samples``: responses, rewards, advantages, returns."""
+        model_type = self.policy.model_type
+        chunks: dict[str, list[torch.Tensor]] = {
+            k: [] for k in ("p", "pm", "r", "rm", "lp", "ref", "v", "am")
+        }
+        texts: list[str] = []
+        for start in range(0, len(samples), self.chunk_size):
+            part = samples[start : start + self.chunk_size]
+            gen = generate(
+                self.policy.lm,
+                self.tokenizer,
+                model_type,
+                [s.prompt_or_input_text for s in part],
+                self.settings,
+                self.device,
+                self.masker,
+            )
+            action_mask = self.masker.sequence_mask(gen.tokens) if self.masker else None
+            out = self.policy(gen.tokens, action_mask=action_mask)
+            ref_logits, _ = response_logits_and_hidden(self.ref_lm, gen.tokens, model_type, want_hidden=False)
+            ref_logprobs, _ = logprobs_and_entropy(ref_logits, gen.tokens.response_ids)
+            for key, tensor in zip(
+                chunks,
+                (
+                    gen.tokens.prompt_ids,
+                    gen.tokens.prompt_mask,
+                    gen.tokens.response_ids,
+                    gen.tokens.response_mask,
+                    out.logprobs,
+                    ref_logprobs,
+                    out.values,
+                    action_mask,
+                ),
+                strict=True,
+            ):
+                if tensor is not None:
+                    chunks[key].append(tensor)
+            texts.extend(gen.texts)
+        scores = self.reward_fn.batch(
+            [s.prompt_or_input_text for s in samples],
+            texts,
+            [s.references for s in samples],
+            [s.meta_data for s in samples],
+        )
+        if len(scores) != len(samples) or not all(math.isfinite(float(x)) for x in scores):
+            bad = next((x for x in scores if not math.isfinite(float(x))), len(scores))
+            raise GrueError(
+                f"the reward function returned an invalid reward ({bad!r})",
+                key="reward_fn",
+                fix="make the reward return one finite float per generation",
+            )
+        task_reward = torch.tensor([float(x) for x in scores], device=self.device)
+        pad_id = self.tokenizer.pad_token_id
+        prompt_pad = pad_left if model_type == "causal" else pad_right
+        mask = pad_right(chunks["rm"], 0.0)
+        logprobs, ref_logprobs = pad_right(chunks["lp"], 0.0), pad_right(chunks["ref"], 0.0)
+        values = pad_right(chunks["v"], 0.0)
+        rewards, kl = token_rewards(task_reward, logprobs, ref_logprobs, mask, beta)
+        advantages, returns = gae(rewards, values, mask, gamma, lam)
+        if normalize_advantage:
+            advantages = whiten(advantages, mask)
+        rollout = Rollout(
+            prompt_ids=prompt_pad(chunks["p"], pad_id),
+            prompt_mask=prompt_pad(chunks["pm"], 0),
+            response_ids=pad_right(chunks["r"], pad_id),
+            response_mask=mask,
+            logprobs=logprobs,
+            ref_logprobs=ref_logprobs,
+            values=values,
+            advantages=advantages,
+            returns=returns,
+            action_mask=pad_right(chunks["am"], False) if chunks["am"] else None,
+        )
+        stats = RolloutStats(
+            texts=texts,
+            task_rewards=task_reward,
+            kl_to_ref=float(kl.sum(1).mean()),
+            mean_length=float(mask.sum(1).mean()),
+        )
+        return rollout, stats
+
+
+def masked_stat(values: torch.Tensor, mask: torch.Tensor) -> float:
+    """A masked mean as a float, for logging."""
+    return float(masked_mean(values, mask))

@@ -1,0 +1,162 @@
+"""Supervised fine-tuning: teacher-forced cross-entropy on the references.
+
+The GRUE "supervised" baseline, and the warm start of "supervised + RL" runs. Every reference
+of a sample is a training example. Causal models see ``prompt + reference + eos`` with the loss
+on the reference tokens only; seq2seq models encode the prompt and decode the reference.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from grue_bench.data import Sample
+from grue_bench.rl.hparams import SupervisedArgs
+
+log = logging.getLogger(__name__)
+
+IGNORE = -100
+
+
+def encode_pairs(
+    tokenizer,
+    model_type: str,
+    pairs: Sequence[tuple[str, str]],
+    max_prompt: int,
+    max_target: int,
+    truncation_side: str = "left",
+) -> dict[str, torch.Tensor]:
+    """Model inputs and labels (-100 where no loss is taken) for (prompt, target) pairs."""
+    tokenizer.truncation_side = truncation_side
+    prompts = tokenizer([p for p, _ in pairs], truncation=True, max_length=max_prompt)["input_ids"]
+    tokenizer.truncation_side = "right"
+    targets = tokenizer(
+        [t for _, t in pairs], truncation=True, max_length=max_target - 1, add_special_tokens=False
+    )["input_ids"]
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    if model_type == "causal":
+        start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos
+        rows = [
+            ((p or [start]) + t + [eos], [IGNORE] * len(p or [start]) + t + [eos])
+            for p, t in zip(prompts, targets, strict=True)
+        ]
+        width = max(len(ids) for ids, _ in rows)
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r, _ in rows])
+        labels = torch.tensor([lab + [IGNORE] * (width - len(lab)) for _, lab in rows])
+        attention = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _ in rows])
+        return {"input_ids": ids, "attention_mask": attention, "labels": labels}
+    width_p = max(len(p) for p in prompts) or 1
+    width_t = max(len(t) for t in targets) + 1
+    return {
+        "input_ids": torch.tensor([p + [pad] * (width_p - len(p)) for p in prompts]),
+        "attention_mask": torch.tensor([[1] * len(p) + [0] * (width_p - len(p)) for p in prompts]),
+        "labels": torch.tensor([t + [eos] + [IGNORE] * (width_t - len(t) - 1) for t in targets]),
+    }
+
+
+class Supervised:
+    """Fits a language model to the references of a data pool."""
+
+    Args = SupervisedArgs
+
+    def __init__(
+        self,
+        lm,
+        tokenizer,
+        model_type: str,
+        args: SupervisedArgs,
+        max_prompt_length: int,
+        max_target_length: int,
+        truncation_side: str = "left",
+        accelerator: Any = None,
+    ) -> None:
+        from accelerate import Accelerator
+
+        self.args = args
+        self.tokenizer = tokenizer
+        self.model_type = model_type
+        self.max_prompt_length = max_prompt_length
+        self.max_target_length = max_target_length
+        self.truncation_side = truncation_side
+        self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
+        optimizer = torch.optim.AdamW(lm.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
+        self.lm, self.optimizer = self.accelerator.prepare(lm, optimizer)
+
+    def _batches(self, samples: Sequence[Sample], shuffle: bool, seed: int) -> list[dict[str, torch.Tensor]]:
+        pairs = [(s.prompt_or_input_text, ref) for s in samples for ref in s.references]
+        if shuffle:
+            random.Random(seed).shuffle(pairs)
+        size = self.args.per_device_train_batch_size
+        return [
+            encode_pairs(
+                self.tokenizer,
+                self.model_type,
+                pairs[i : i + size],
+                self.max_prompt_length,
+                self.max_target_length,
+                self.truncation_side,
+            )
+            for i in range(0, len(pairs), size)
+        ]
+
+    def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
+        if self.model_type == "causal":
+            from grue_bench.rl.policy import causal_position_ids
+
+            batch["position_ids"] = causal_position_ids(batch["attention_mask"])
+        return self.lm(**batch).loss
+
+    @torch.no_grad()
+    def validation_loss(self, samples: Sequence[Sample]) -> float:
+        """Mean token cross-entropy on ``samples``'s references."""
+        self.lm.eval()
+        losses = [float(self._loss(b)) for b in self._batches(samples, shuffle=False, seed=0)]
+        self.lm.train()
+        return sum(losses) / len(losses)
+
+    def fit(self, samples: Sequence[Sample], seed: int = 0) -> list[float]:
+        """Train for ``num_train_epochs``; returns the training loss of every step."""
+        from transformers import get_scheduler
+
+        epochs = self.args.num_train_epochs
+        batches_per_epoch = len(self._batches(samples, shuffle=False, seed=0))
+        total = max(1, math.ceil(batches_per_epoch * epochs / self.args.gradient_accumulation_steps))
+        scheduler = get_scheduler(
+            self.args.lr_scheduler_type,
+            self.optimizer,
+            num_warmup_steps=self.args.warmup_steps,
+            num_training_steps=total,
+        )
+        losses: list[float] = []
+        self.lm.train()
+        steps_left = math.ceil(batches_per_epoch * epochs)
+        with tqdm(total=steps_left, desc="supervised", unit="batch", leave=False) as bar:
+            for epoch in range(math.ceil(epochs)):
+                for number, batch in enumerate(self._batches(samples, shuffle=True, seed=seed + epoch)):
+                    if steps_left == 0:
+                        break
+                    loss = self._loss(batch) / self.args.gradient_accumulation_steps
+                    self.accelerator.backward(loss)
+                    if (number + 1) % self.args.gradient_accumulation_steps == 0:
+                        self.accelerator.clip_grad_norm_(self.lm.parameters(), self.args.max_grad_norm)
+                        self.optimizer.step()
+                        scheduler.step()
+                        self.optimizer.zero_grad()
+                    losses.append(float(loss) * self.args.gradient_accumulation_steps)
+                    steps_left -= 1
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        log.info("supervised: %d steps, final loss %.4f", len(losses), losses[-1] if losses else float("nan"))
+        return losses
+
+    @property
+    def model(self):
+        """The trained language model (unwrapped)."""
+        return self.accelerator.unwrap_model(self.lm)
