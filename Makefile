@@ -13,6 +13,7 @@ export TOKENIZERS_PARALLELISM ?= false
 install: system-deps
 	$(PIP) install --quiet "torch==$(TORCH_VERSION)"
 	$(PIP) install --quiet -e ".[test,offline]"
+	$(PYTHON) -m grue_bench.assets.wordnet
 
 # Debian packages: WordNet for METEOR.
 system-deps:

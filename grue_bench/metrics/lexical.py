@@ -1,0 +1,218 @@
+"""N-gram overlap metrics: ROUGE (rouge-score), BLEU (nltk), SacreBLEU, chrF and TER (sacrebleu).
+
+Every metric takes several references per sample. Corpus scores are exactly what the
+underlying package reports for the same inputs, so they can be checked against direct calls.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import warnings
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from grue_bench.errors import GrueError
+from grue_bench.metrics.base import Metric, MetricScores
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+
+# nltk's punkt sentence model is not available offline, so a period/!/? followed by whitespace
+# ends a sentence (rougeLsum and METEOR's tokenizer need sentences).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def require_aligned(generated_texts: Sequence[str], reference_texts: Sequence[Sequence[str]]) -> None:
+    """Raise if generations and references differ in number or a sample has no reference."""
+    if len(generated_texts) != len(reference_texts):
+        raise GrueError(
+            f"{len(generated_texts)} generated texts but {len(reference_texts)} reference lists",
+            fix="pass one list of references per generated text",
+        )
+    empty = [i for i, refs in enumerate(reference_texts) if not refs]
+    if empty:
+        raise GrueError(
+            f"samples {empty[:5]} have no reference text",
+            fix="give every sample at least one reference (the task's `references` field)",
+        )
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean; 0.0 for no values."""
+    return float(sum(values) / len(values)) if values else 0.0
+
+
+def split_into_sentences(text: str) -> list[str]:
+    """Sentences of ``text``, split after . ! or ? followed by whitespace."""
+    return [sentence for sentence in _SENTENCE_END.split(text.strip()) if sentence]
+
+
+def newline_sentences(text: str) -> str:
+    """``text`` with one sentence per line, as rougeLsum expects; kept as is if it has newlines."""
+    return text if "\n" in text else "\n".join(split_into_sentences(text))
+
+
+class Rouge(Metric):
+    """ROUGE-1/2/L/Lsum F-measure; per sample the best reference, corpus the mean over samples."""
+
+    def __init__(self, use_stemmer: bool = True, use_single_ref: bool = False, split_sentences: bool = True):
+        """``use_single_ref`` scores against the first reference only (RL4LMs's default for CNN/DM);
+        ``split_sentences`` puts one sentence per line for rougeLsum (texts with newlines are kept)."""
+        from rouge_score import rouge_scorer
+
+        self._scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
+        self._use_single_ref = use_single_ref
+        self._split_sentences = split_sentences
+
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """ROUGE F-measures under ``lexical/rouge_<type>``."""
+        require_aligned(generated_texts, reference_texts)
+        per_type: dict[str, list[float]] = {rouge_type: [] for rouge_type in ROUGE_TYPES}
+        for prediction, refs in zip(generated_texts, reference_texts, strict=True):
+            targets = refs[:1] if self._use_single_ref else list(refs)
+            if self._split_sentences:
+                # Newlines only matter to rougeLsum: the tokenizer drops them for the others.
+                prediction, targets = newline_sentences(prediction), [newline_sentences(t) for t in targets]
+            scores = self._scorer.score_multi(targets, prediction)
+            for rouge_type in ROUGE_TYPES:
+                per_type[rouge_type].append(float(scores[rouge_type].fmeasure))
+        return {f"lexical/rouge_{t}": (values, mean(values)) for t, values in per_type.items()}
+
+
+class RougeLMax(Metric):
+    """ROUGE-L F-measure against the best-matching reference, averaged over samples."""
+
+    def __init__(self, use_stemmer: bool = True):
+        from rouge_score import rouge_scorer
+
+        self._scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=use_stemmer)
+
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """Max-over-references ROUGE-L under ``lexical/rouge_l_max``."""
+        require_aligned(generated_texts, reference_texts)
+        values = [
+            max(float(self._scorer.score(ref, prediction)["rougeL"].fmeasure) for ref in refs)
+            for prediction, refs in zip(generated_texts, reference_texts, strict=True)
+        ]
+        return {"lexical/rouge_l_max": (values, mean(values))}
+
+
+class Bleu(Metric):
+    """BLEU-4 on whitespace tokens with nltk, on a 0-1 scale (RL4LMs's ``lexical/bleu``).
+
+    Corpus: nltk ``corpus_bleu``, unsmoothed (as HF's ``bleu`` that RL4LMs used; nltk takes the
+    reference length closest to each hypothesis). Per sample: ``sentence_bleu`` with smoothing
+    method 1, since unsmoothed sentence BLEU is 0 whenever a short text lacks a 4-gram match.
+    """
+
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """Corpus and sentence BLEU under ``lexical/bleu``."""
+        from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
+
+        require_aligned(generated_texts, reference_texts)
+        hypotheses = [text.split() for text in generated_texts]
+        references = [[ref.split() for ref in refs] for refs in reference_texts]
+        smoothing = SmoothingFunction().method1
+        with warnings.catch_warnings():
+            # nltk warns on every zero n-gram count; a score of 0 then is the intended result.
+            warnings.filterwarnings("ignore", message=r"\s*The hypothesis contains 0 counts")
+            per_sample = [
+                float(sentence_bleu(refs, hyp, smoothing_function=smoothing))
+                for hyp, refs in zip(hypotheses, references, strict=True)
+            ]
+            corpus = float(corpus_bleu(references, hypotheses))
+        return {"lexical/bleu": (per_sample, corpus)}
+
+
+def reference_streams(reference_texts: Sequence[Sequence[str]]) -> list[list[str | None]]:
+    """sacrebleu's layout: one stream per reference position, ``None`` where a sample has fewer."""
+    width = max((len(refs) for refs in reference_texts), default=0)
+    return [[refs[i] if i < len(refs) else None for refs in reference_texts] for i in range(width)]
+
+
+class _SacreMetric(Metric):
+    """A sacrebleu metric class: corpus score plus sentence scores, on sacrebleu's 0-100 scale."""
+
+    key: ClassVar[str]
+    metric_name: ClassVar[str]  # class name in sacrebleu.metrics
+    sentence_overrides: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **args: Any):
+        """``args`` go to the sacrebleu metric class unchanged (e.g. ``tokenize: intl``)."""
+        import sacrebleu.metrics
+
+        cls = getattr(sacrebleu.metrics, self.metric_name)
+        allowed = sorted(p for p in inspect.signature(cls).parameters if p not in ("self", "references"))
+        unknown = sorted(set(args) - set(allowed))
+        if unknown:
+            raise GrueError(
+                f"unknown argument(s) {unknown} for sacrebleu's {self.metric_name}",
+                key="args",
+                fix=f"use only: {', '.join(allowed)}",
+            )
+        self._corpus_metric = cls(**args)
+        self._sentence_metric = cls(**{**args, **self.sentence_overrides})
+
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """Corpus and per-sample sacrebleu scores under this metric's key."""
+        require_aligned(generated_texts, reference_texts)
+        corpus = self._corpus_metric.corpus_score(generated_texts, reference_streams(reference_texts))
+        per_sample = [
+            float(self._sentence_metric.sentence_score(hyp, list(refs)).score)
+            for hyp, refs in zip(generated_texts, reference_texts, strict=True)
+        ]
+        return {self.key: (per_sample, float(corpus.score))}
+
+
+class SacreBleu(_SacreMetric):
+    """sacrebleu BLEU (0-100); sentence scores use effective order, as sacrebleu recommends."""
+
+    key = "lexical/sacrebleu"
+    metric_name = "BLEU"
+    sentence_overrides: ClassVar[dict[str, Any]] = {"effective_order": True}
+
+
+class ChrF(_SacreMetric):
+    """sacrebleu chrF (0-100); ``word_order: 2`` gives chrF++."""
+
+    key = "lexical/chrf"
+    metric_name = "CHRF"
+
+
+class Ter(_SacreMetric):
+    """sacrebleu TER (0-100+, lower is better)."""
+
+    key = "lexical/ter"
+    metric_name = "TER"

@@ -1,0 +1,128 @@
+"""Lexical metrics: ceilings, floors, and exact agreement with rouge-score, nltk and sacrebleu."""
+
+import pytest
+import sacrebleu
+from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
+from rouge_score import rouge_scorer
+
+from grue_bench.errors import GrueError
+from grue_bench.metrics.lexical import Bleu, ChrF, Rouge, RougeLMax, SacreBleu, Ter, reference_streams
+
+PREDICTIONS = ["the cat sat on the mat", "a dog barked loudly at the moon", "it rained all day long"]
+# Different numbers of references per sample, as in CommonGen and ToTTo.
+REFERENCES = [
+    ["the cat is sitting on the mat", "the cat sat on a mat"],
+    ["the dog barked at the moon"],
+    ["rain fell the whole day", "it was raining all day", "all day it rained"],
+]
+PAIRS = list(zip(PREDICTIONS, REFERENCES, strict=True))
+
+
+def score(metric, predictions, references):
+    return metric.compute([""] * len(predictions), predictions, references)
+
+
+def test_predictions_equal_to_references_reach_the_ceiling():
+    refs = [[r[0]] for r in REFERENCES]
+    preds = [r[0] for r in REFERENCES]
+    rouge = score(Rouge(), preds, refs)
+    for key in ("rouge1", "rouge2", "rougeL", "rougeLsum"):
+        assert rouge[f"lexical/rouge_{key}"] == ([1.0, 1.0, 1.0], 1.0)
+    assert score(RougeLMax(), preds, refs)["lexical/rouge_l_max"] == ([1.0, 1.0, 1.0], 1.0)
+    assert score(Bleu(), preds, refs)["lexical/bleu"][1] == pytest.approx(1.0)
+    assert score(SacreBleu(), preds, refs)["lexical/sacrebleu"][1] == pytest.approx(100.0)
+    assert score(ChrF(), preds, refs)["lexical/chrf"][1] == pytest.approx(100.0)
+    assert score(Ter(), preds, refs)["lexical/ter"] == ([0.0, 0.0, 0.0], 0.0)
+
+
+@pytest.mark.parametrize("prediction", ["", "qqq zzz"])  # "qqq zzz" shares no character with the reference
+def test_empty_or_unrelated_predictions_reach_the_floor(prediction):
+    refs = [["the cat sat on the mat"]]
+    for key, value in score(Rouge(), [prediction], refs).items():
+        assert value == ([0.0], 0.0), key
+    assert score(RougeLMax(), [prediction], refs)["lexical/rouge_l_max"] == ([0.0], 0.0)
+    assert score(Bleu(), [prediction], refs)["lexical/bleu"][1] == pytest.approx(0.0)
+    assert score(SacreBleu(), [prediction], refs)["lexical/sacrebleu"] == ([0.0], 0.0)
+    assert score(ChrF(), [prediction], refs)["lexical/chrf"] == ([0.0], 0.0)
+    # TER's floor is the worst case: every reference word must be edited.
+    assert score(Ter(), [prediction], refs)["lexical/ter"][1] == 100.0
+
+
+def test_rouge_is_the_best_reference_per_sample_and_the_mean_over_samples():
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
+    expected = [scorer.score_multi(refs, pred) for pred, refs in PAIRS]
+    result = score(Rouge(), PREDICTIONS, REFERENCES)
+    for key in ("rouge1", "rouge2", "rougeL", "rougeLsum"):
+        per_sample = [e[key].fmeasure for e in expected]
+        assert result[f"lexical/rouge_{key}"] == (per_sample, sum(per_sample) / 3)
+    single = score(Rouge(use_single_ref=True), PREDICTIONS, REFERENCES)["lexical/rouge_rouge1"][0]
+    assert single == [scorer.score(refs[0], pred)["rouge1"].fmeasure for pred, refs in PAIRS]
+
+
+def test_rouge_lsum_sees_one_sentence_per_line():
+    prediction, reference = "The cat sat. It was happy.", "It was happy. The cat sat on a mat."
+    scorer = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=True)
+    split = scorer.score("It was happy.\nThe cat sat on a mat.", "The cat sat.\nIt was happy.")["rougeLsum"]
+    unsplit = scorer.score(reference, prediction)["rougeLsum"]
+    assert split.fmeasure != unsplit.fmeasure  # the case tells the two apart
+    assert score(Rouge(), [prediction], [[reference]])["lexical/rouge_rougeLsum"][1] == split.fmeasure
+    no_split = Rouge(split_sentences=False)
+    assert score(no_split, [prediction], [[reference]])["lexical/rouge_rougeLsum"][1] == unsplit.fmeasure
+
+
+def test_rouge_l_max_takes_the_best_reference():
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    expected = [max(scorer.score(r, p)["rougeL"].fmeasure for r in refs) for p, refs in PAIRS]
+    assert score(RougeLMax(), PREDICTIONS, REFERENCES)["lexical/rouge_l_max"] == (expected, sum(expected) / 3)
+
+
+@pytest.mark.filterwarnings("ignore:\\s*The hypothesis contains 0 counts")
+def test_bleu_equals_nltk_corpus_and_sentence_bleu():
+    hyps = [p.split() for p in PREDICTIONS]
+    refs = [[r.split() for r in rs] for rs in REFERENCES]
+    per_sample, corpus = score(Bleu(), PREDICTIONS, REFERENCES)["lexical/bleu"]
+    assert 0 < corpus == corpus_bleu(refs, hyps)
+    smooth = SmoothingFunction().method1
+    expected = [sentence_bleu(r, h, smoothing_function=smooth) for h, r in zip(hyps, refs, strict=True)]
+    assert per_sample == expected
+
+
+def test_reference_streams_pad_missing_references_with_none():
+    assert reference_streams([["a", "b"], ["c"], ["d", "e", "f"]]) == [
+        ["a", "c", "d"],
+        ["b", None, "e"],
+        [None, None, "f"],
+    ]
+
+
+def test_sacrebleu_chrf_and_ter_equal_sacrebleu_with_variable_references():
+    streams = [
+        [REFERENCES[0][0], REFERENCES[1][0], REFERENCES[2][0]],
+        [REFERENCES[0][1], None, REFERENCES[2][1]],
+        [None, None, REFERENCES[2][2]],
+    ]
+    bleu = score(SacreBleu(tokenize="intl"), PREDICTIONS, REFERENCES)["lexical/sacrebleu"]
+    assert bleu[1] == sacrebleu.corpus_bleu(PREDICTIONS, streams, tokenize="intl").score
+    assert bleu[0] == [sacrebleu.sentence_bleu(p, r, tokenize="intl").score for p, r in PAIRS]
+    chrf = score(ChrF(), PREDICTIONS, REFERENCES)["lexical/chrf"]
+    assert chrf[1] == sacrebleu.corpus_chrf(PREDICTIONS, streams).score
+    assert chrf[0] == [sacrebleu.sentence_chrf(p, r).score for p, r in PAIRS]
+    ter = score(Ter(), PREDICTIONS, REFERENCES)["lexical/ter"]
+    assert ter[1] == sacrebleu.corpus_ter(PREDICTIONS, streams).score
+    assert ter[0] == [sacrebleu.sentence_ter(p, r).score for p, r in PAIRS]
+
+
+def test_sacrebleu_args_are_passed_through_and_unknown_ones_named():
+    chrf_pp = score(ChrF(word_order=2), PREDICTIONS, REFERENCES)["lexical/chrf"][1]
+    direct = sacrebleu.metrics.CHRF(word_order=2).corpus_score(PREDICTIONS, reference_streams(REFERENCES))
+    assert chrf_pp == direct.score
+    with pytest.raises(GrueError, match="tokenise") as error:
+        SacreBleu(tokenise="intl")
+    assert "tokenize" in str(error.value)
+
+
+def test_misaligned_inputs_are_refused():
+    with pytest.raises(GrueError, match="2 generated texts but 1 reference"):
+        score(Rouge(), ["a", "b"], [["a"]])
+    with pytest.raises(GrueError, match="no reference"):
+        score(SacreBleu(), ["a"], [[]])
