@@ -1,7 +1,8 @@
 """NLPO's action masking: a masking model's top-p tokens restrict what the policy may sample.
 
 The same mask is used while sampling (a logits processor inside ``generate()``) and in the
-probability ratio of the update (recomputed in one pass over the whole sequence). The
+probability ratio of the update: the processor records the mask of every step, so the update
+uses exactly the sets that were sampled from (recomputing them could flip near-ties). The
 processor holds the masking *module*; refreshing it copies the policy's weights into that same
 module in place, so the sampler always sees the refreshed weights (RL4LMs's sampler did not).
 """
@@ -11,8 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from grue_bench.rl.batch import TokenBatch
-from grue_bench.rl.policy import causal_position_ids, response_logits_and_hidden
+from grue_bench.rl.policy import causal_position_ids
 
 
 def top_p_mask(logits: torch.Tensor, top_p: float, min_tokens_to_keep: int = 1) -> torch.Tensor:
@@ -48,12 +48,6 @@ class ActionMasker:
             return top_k_mask(logits, max(int(self.top_mask), self.min_keep))
         return top_p_mask(logits, self.top_mask, self.min_keep)
 
-    @torch.no_grad()
-    def sequence_mask(self, batch: TokenBatch) -> torch.Tensor:
-        """Allowed tokens at every response step [B, T, V], in one pass."""
-        logits, _ = response_logits_and_hidden(self.model, batch, self.model_type, want_hidden=False)
-        return self.mask_from_logits(logits)
-
     def processor(self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> MaskLogitsProcessor:
         """A logits processor for ``generate()`` over these prompts."""
         return MaskLogitsProcessor(self, prompt_ids, prompt_mask)
@@ -66,6 +60,11 @@ class MaskLogitsProcessor:
         self.masker = masker
         self.prompt_ids = prompt_ids
         self.prompt_mask = prompt_mask
+        self.step_masks: list[torch.Tensor] = []
+
+    def masks(self) -> torch.Tensor:
+        """The allowed tokens of every generated step [B, T, V]."""
+        return torch.stack(self.step_masks, dim=1)
 
     @torch.no_grad()
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
@@ -83,4 +82,5 @@ class MaskLogitsProcessor:
                 input_ids=self.prompt_ids, attention_mask=self.prompt_mask, decoder_input_ids=input_ids
             ).logits[:, -1]
         allowed = self.masker.mask_from_logits(logits[:, : scores.size(-1)])
+        self.step_masks.append(allowed)
         return scores.masked_fill(~allowed, float("-inf"))

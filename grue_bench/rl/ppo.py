@@ -9,12 +9,49 @@ The loss, in plain sight (masked means over response tokens):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from grue_bench.rl.advantages import masked_mean
 from grue_bench.rl.algorithm import OnPolicyAlgorithm
 from grue_bench.rl.batch import Rollout
 from grue_bench.rl.hparams import PPOArgs
+
+
+@dataclass(frozen=True)
+class PPOLoss:
+    policy: torch.Tensor
+    value: torch.Tensor
+    approx_kl: torch.Tensor
+    clipfrac: torch.Tensor
+
+
+def ppo_loss(
+    logprobs: torch.Tensor,
+    values: torch.Tensor,
+    batch: Rollout,
+    clip_range: float,
+    clip_range_vf: float | None,
+) -> PPOLoss:
+    """PPO's clipped policy loss and (optionally clipped) value loss on a minibatch."""
+    mask = batch.response_mask
+    log_ratio = (logprobs - batch.logprobs) * mask
+    ratio = log_ratio.exp()
+    pg_losses = -batch.advantages * ratio
+    pg_clipped = -batch.advantages * ratio.clamp(1 - clip_range, 1 + clip_range)
+    policy_loss = masked_mean(torch.max(pg_losses, pg_clipped), mask)
+
+    v_losses = (values - batch.returns) ** 2
+    if clip_range_vf is not None:
+        v_clipped = batch.values + (values - batch.values).clamp(-clip_range_vf, clip_range_vf)
+        v_losses = torch.max(v_losses, (v_clipped - batch.returns) ** 2)
+    value_loss = 0.5 * masked_mean(v_losses, mask)
+
+    with torch.no_grad():
+        approx_kl = masked_mean((ratio - 1) - log_ratio, mask)
+        clipfrac = masked_mean(((ratio - 1).abs() > clip_range).float(), mask)
+    return PPOLoss(policy_loss, value_loss, approx_kl, clipfrac)
 
 
 class PPO(OnPolicyAlgorithm):
@@ -26,37 +63,21 @@ class PPO(OnPolicyAlgorithm):
         generator = torch.Generator().manual_seed(self.iteration)
         totals: dict[str, list[float]] = {k: [] for k in ("pg", "v", "ent", "kl", "clip")}
         for _ in range(args.n_epochs):
+            epoch_start = len(totals["kl"])
             for index in self.minibatches(len(rollout), generator):
                 mb = rollout.select(index)
-                mask = mb.response_mask
                 out = self.policy(mb, action_mask=mb.action_mask)
-                log_ratio = (out.logprobs - mb.logprobs) * mask
-                ratio = log_ratio.exp()
-                pg_losses = -mb.advantages * ratio
-                pg_clipped = -mb.advantages * ratio.clamp(1 - args.clip_range, 1 + args.clip_range)
-                pg_loss = masked_mean(torch.max(pg_losses, pg_clipped), mask)
-
-                v_loss_raw = (out.values - mb.returns) ** 2
-                if args.clip_range_vf is not None:
-                    v_clipped = mb.values + (out.values - mb.values).clamp(
-                        -args.clip_range_vf, args.clip_range_vf
-                    )
-                    v_loss_raw = torch.max(v_loss_raw, (v_clipped - mb.returns) ** 2)
-                v_loss = 0.5 * masked_mean(v_loss_raw, mask)
-                entropy = masked_mean(out.entropy, mask)
-
-                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy
+                losses = ppo_loss(out.logprobs, out.values, mb, args.clip_range, args.clip_range_vf)
+                entropy = masked_mean(out.entropy, mb.response_mask)
+                loss = losses.policy + args.vf_coef * losses.value - args.ent_coef * entropy
                 self.optimizer.zero_grad()
                 self.accelerator.backward(loss)
                 self.accelerator.clip_grad_norm_(self.policy.parameters(), args.max_grad_norm)
                 self.optimizer.step()
-
-                with torch.no_grad():
-                    approx_kl = masked_mean((ratio - 1) - log_ratio, mask)
-                    clipfrac = masked_mean(((ratio - 1).abs() > args.clip_range).float(), mask)
-                for key, value in zip(totals, (pg_loss, v_loss, entropy, approx_kl, clipfrac), strict=True):
+                stats = (losses.policy, losses.value, entropy, losses.approx_kl, losses.clipfrac)
+                for key, value in zip(totals, stats, strict=True):
                     totals[key].append(float(value))
-            epoch_kl = self.mean_across_ranks(sum(totals["kl"]) / len(totals["kl"]))
+            epoch_kl = self.mean_across_ranks(_mean(totals["kl"][epoch_start:]))
             if args.target_kl is not None and epoch_kl > 1.5 * args.target_kl:
                 break  # the policy moved too far from the rollout policy: stop this phase early
         return {

@@ -39,6 +39,7 @@ class Generated:
 
     tokens: TokenBatch
     texts: list[str]
+    action_mask: torch.Tensor | None = None  # [B, T, V] the allowed tokens NLPO sampled from
 
 
 def encode_prompts(tokenizer, texts: Sequence[str], settings: GenerationSettings, model_type: str, device):
@@ -83,10 +84,12 @@ def generate(
     config = GenerationConfig(
         **kwargs,
         pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id if settings.terminate_on_eos else None,
+        # [] (not None, which falls back to the model's default) makes EOS an ordinary token
+        eos_token_id=tokenizer.eos_token_id if settings.terminate_on_eos else [],
         decoder_start_token_id=getattr(lm.config, "decoder_start_token_id", None),
     )
-    processors = LogitsProcessorList([masker.processor(prompt_ids, prompt_mask)] if masker else [])
+    mask_processor = masker.processor(prompt_ids, prompt_mask) if masker else None
+    processors = LogitsProcessorList([mask_processor] if mask_processor else [])
     was_training = lm.training
     lm.eval()
     out = lm.generate(
@@ -102,7 +105,8 @@ def generate(
     mask = response_mask(response, tokenizer.eos_token_id, settings.terminate_on_eos)
     response = torch.where(mask.bool(), response, torch.full_like(response, tokenizer.pad_token_id))
     texts = tokenizer.batch_decode(response, skip_special_tokens=True)
-    return Generated(TokenBatch(prompt_ids, prompt_mask, response, mask), texts)
+    action_mask = mask_processor.masks()[:, : response.size(1)] if mask_processor else None
+    return Generated(TokenBatch(prompt_ids, prompt_mask, response, mask), texts, action_mask)
 
 
 def pad_right(tensors: list[torch.Tensor], value: float) -> torch.Tensor:
@@ -170,7 +174,7 @@ class RolloutCollector:
                 self.device,
                 self.masker,
             )
-            action_mask = self.masker.sequence_mask(gen.tokens) if self.masker else None
+            action_mask = gen.action_mask
             out = self.policy(gen.tokens, action_mask=action_mask)
             ref_logits, _ = response_logits_and_hidden(self.ref_lm, gen.tokens, model_type, want_hidden=False)
             ref_logprobs, _ = logprobs_and_entropy(ref_logits, gen.tokens.response_ids)

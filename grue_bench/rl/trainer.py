@@ -1,0 +1,215 @@
+"""Assemble a training run from a config and train: the Python API behind ``grue run``.
+
+    from grue_bench.config import load_config
+    from grue_bench.rl.trainer import train
+    result = train(load_config("my.yml"), seed=0)
+    result.model.save_pretrained("out")
+
+An algorithm id may chain stages with '+': ``supervised+ppo`` fits the references first and
+starts RL from the result (GRUE's "supervised + RL").
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from grue_bench.config import RunConfig
+from grue_bench.data import TextGenPool
+
+log = logging.getLogger(__name__)
+
+IterationCallback = Callable[[int, dict[str, float], Any], None]
+"""Called after every RL iteration with (iteration, stats, algorithm)."""
+
+
+@dataclass
+class TrainResult:
+    """The trained language model, its tokenizer and the per-iteration statistics."""
+
+    model: Any
+    tokenizer: Any
+    model_type: str
+    history: list[dict[str, float]] = field(default_factory=list)
+    supervised_losses: list[float] = field(default_factory=list)
+
+
+def set_seed(seed: int) -> None:
+    """Seed Python, torch (CPU and CUDA)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+def load_pool(config: RunConfig, split: str) -> TextGenPool:
+    """The config's datapool (RL4LMs id + args), or its task's data."""
+    from grue_bench import plugins
+    from grue_bench.datapools import TaskPool
+
+    if config.datapool is not None:
+        return plugins.DATAPOOLS.get(config.datapool.id).prepare(split, **config.datapool.args)
+    return TaskPool.prepare(split, task=config.task)
+
+
+def build_reward(config: RunConfig):
+    """The reward function instance of the config (or of its task)."""
+    from grue_bench import plugins
+
+    component = config.reward_fn or plugins.TASKS.get(config.task).reward_fn
+    return plugins.REWARDS.get(component.id)(**component.args)
+
+
+def model_type_of(config: RunConfig) -> str:
+    """causal or seq2seq, from the policy id, the supervised keys or the task."""
+    from grue_bench import plugins
+
+    if config.alg.policy is not None:
+        return "seq2seq" if "seq2seq" in config.alg.policy.id else "causal"
+    if config.alg.model_type is not None:
+        return config.alg.model_type
+    return plugins.TASKS.get(config.task).model_type if config.task else "causal"
+
+
+def model_name_of(config: RunConfig) -> str | None:
+    """The hub id or path the config names for the policy, if any."""
+    if config.alg.policy is not None and config.alg.policy.args.get("model_name"):
+        return config.alg.policy.args["model_name"]
+    return config.alg.model_name or config.tokenizer.model_name
+
+
+def load_base(config: RunConfig):
+    """The base language model of the config's profile (see ``grue_bench.models``)."""
+    from grue_bench.models import load_base_lm
+    from grue_bench.models.corpora import pool_corpus, task_corpus
+
+    if config.task is not None:
+        corpus, corpus_id = (lambda: task_corpus(config.task)), config.task
+    else:
+        corpus, corpus_id = (
+            (lambda: pool_corpus(load_pool(config, "train"))),
+            f"datapool-{config.datapool.id}",
+        )
+    name = model_name_of(config) if config.profile == "paper" or model_name_of(config) else None
+    return load_base_lm(
+        model_type_of(config),
+        profile=config.profile,
+        model_name=name,
+        corpus=corpus,
+        corpus_id=corpus_id,
+        seed=0,
+    )
+
+
+def generation_settings(config: RunConfig, evaluation: bool = False):
+    """How prompts are cut and responses sampled, from ``env`` and the generation kwargs."""
+    from grue_bench.rl.hparams import GenerationKwargs
+    from grue_bench.rl.rollout import GenerationSettings
+
+    env = config.env.args
+    policy_args = config.alg.policy.args if config.alg.policy else {}
+    if evaluation:
+        kwargs = config.train_evaluation.generation_kwargs
+    elif config.alg.policy is not None:
+        kwargs = GenerationKwargs.model_validate(policy_args.get("generation_kwargs", {}))
+    else:
+        kwargs = config.alg.generation_kwargs or config.train_evaluation.generation_kwargs
+    return GenerationSettings(
+        max_prompt_length=env.max_prompt_length,
+        prompt_truncation_side=policy_args.get("prompt_truncation_side", env.prompt_truncation_side),
+        max_new_tokens=env.max_episode_length,
+        terminate_on_eos=env.terminate_on_eos,
+        generation_kwargs=kwargs.as_kwargs(),
+    )
+
+
+def make_rl_algorithm(config: RunConfig, lm, tokenizer, model_type: str, reward_fn, accelerator=None):
+    """The configured on-policy algorithm around ``lm``."""
+    from grue_bench import plugins
+    from grue_bench.registry import import_object
+    from grue_bench.rl.policy import ActorCritic
+
+    hparams_cls = plugins.ALGORITHMS.get(config.alg.id)
+    hparams = hparams_cls.model_validate(config.alg.args)
+    policy_args = plugins.POLICIES.get(config.alg.policy.id).model_validate(config.alg.policy.args)
+    policy = ActorCritic(lm, model_type, critic=policy_args.critic)
+    kl = config.alg.kl_div
+    extra = {"mask_args": policy_args} if hparams_cls.masked_sampling else {}
+    algorithm_cls = import_object(hparams_cls.implementation)
+    return algorithm_cls(
+        policy,
+        tokenizer,
+        reward_fn,
+        hparams,
+        generation_settings(config),
+        kl_coeff=kl.coeff if kl else 0.0,
+        target_kl=kl.target_kl if kl else None,
+        kl_rate=kl.update_rate if kl else 0.1,
+        accelerator=accelerator,
+        **extra,
+    )
+
+
+def supervised_fit(config: RunConfig, lm, tokenizer, model_type: str, seed: int, accelerator=None):
+    """Fit ``lm`` to the train split's references; returns (model, losses)."""
+    from grue_bench import plugins
+    from grue_bench.rl.hparams import SupervisedArgs
+    from grue_bench.rl.supervised import Supervised
+
+    settings = {}
+    if config.task is not None:
+        profile = plugins.TASKS.get(config.task).profiles.get(config.profile, {})
+        settings = profile.get("algs", {}).get("supervised", {}).get("training_args", {})
+    if config.alg.id == "supervised":
+        settings = {**config.alg.args, **(config.alg.training_args or {})}
+    args = SupervisedArgs.model_validate(settings)
+    env = config.env.args
+    trainer = Supervised(
+        lm,
+        tokenizer,
+        model_type,
+        args,
+        env.max_prompt_length,
+        env.max_episode_length,
+        env.prompt_truncation_side,
+        accelerator,
+    )
+    losses = trainer.fit(list(load_pool(config, "train")), seed=seed)
+    return trainer.model, losses
+
+
+def train(
+    config: RunConfig,
+    seed: int = 0,
+    on_iteration: IterationCallback | None = None,
+    warm_start: bool = False,
+    accelerator=None,
+) -> TrainResult:
+    """Train the config's algorithm (after a supervised warm start if asked); return the model."""
+    set_seed(seed)
+    base = load_base(config)
+    lm, tokenizer, model_type = base.model, base.tokenizer, base.model_type
+    result = TrainResult(model=lm, tokenizer=tokenizer, model_type=model_type)
+    if config.alg.id == "supervised" or warm_start:
+        lm, result.supervised_losses = supervised_fit(config, lm, tokenizer, model_type, seed, accelerator)
+        result.model = lm
+        if config.alg.id == "supervised":
+            return result
+    algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), accelerator)
+    pool = load_pool(config, "train")
+    rng = random.Random(seed + 1000 * algorithm.accelerator.process_index)
+    for iteration in range(config.train_evaluation.n_iters):
+        stats = algorithm.step(pool, rng)
+        result.history.append(stats)
+        log.info(
+            "iteration %d: reward %.4f kl %.4f", iteration, stats["rollout/reward"], stats["train/kl_to_ref"]
+        )
+        if on_iteration is not None:
+            on_iteration(iteration, stats, algorithm)
+    result.model = algorithm.unwrapped.lm
+    return result

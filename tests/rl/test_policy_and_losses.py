@@ -1,0 +1,107 @@
+"""The one-pass policy evaluation lines up with generation; PPO's loss on a hand-built batch."""
+
+import math
+
+import pytest
+import torch
+
+from grue_bench.rl.batch import Rollout, TokenBatch
+from grue_bench.rl.policy import ActorCritic
+from grue_bench.rl.ppo import ppo_loss
+from grue_bench.rl.rollout import GenerationSettings, encode_prompts, response_mask
+
+from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
+
+SETTINGS = GenerationSettings(
+    max_prompt_length=16,
+    prompt_truncation_side="left",
+    max_new_tokens=6,
+    terminate_on_eos=True,
+    generation_kwargs={"do_sample": False},
+)
+
+
+@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
+def test_one_pass_logprobs_equal_the_generation_scores(model_type):
+    tokenizer = word_tokenizer()
+    lm = (tiny_causal if model_type == "causal" else tiny_seq2seq)(tokenizer)
+    lm.eval()
+    prompts = ["1 2 3 4 5", "the cat", "7"]  # different lengths: left padding must not shift positions
+    ids, mask = encode_prompts(tokenizer, prompts, SETTINGS, model_type, "cpu")
+    out = lm.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        max_new_tokens=6,
+        min_new_tokens=6,
+        do_sample=False,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=0,
+        eos_token_id=None,
+    )
+    response = out.sequences[:, ids.size(1) :] if model_type == "causal" else out.sequences[:, 1:]
+    batch = TokenBatch(ids, mask, response, torch.ones_like(response, dtype=torch.float))
+    policy = ActorCritic(lm, model_type)
+    with torch.no_grad():
+        result = policy(batch)
+    expected = torch.stack([torch.log_softmax(s.float(), -1) for s in out.scores], dim=1)
+    expected = expected.gather(-1, response.unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(result.logprobs, expected, atol=1e-4)
+    assert result.values.shape == response.shape
+    assert torch.all(result.entropy > 0)
+
+
+def test_separate_critic_owns_its_trunk():
+    tokenizer = word_tokenizer()
+    policy = ActorCritic(tiny_causal(tokenizer), "causal", critic="separate")
+    actor = {id(p) for p in policy.policy_parameters()}
+    assert not actor & {id(p) for p in policy.critic_parameters()}
+    ids, mask = encode_prompts(tokenizer, ["1 2"], SETTINGS, "causal", "cpu")
+    out = policy(TokenBatch(ids, mask, torch.tensor([[5, 6]]), torch.ones(1, 2)))
+    out.values.sum().backward()
+    assert all(p.grad is None for p in policy.policy_parameters())
+
+
+def test_response_mask_stops_after_the_first_eos():
+    ids = torch.tensor([[5, 1, 7, 1], [5, 6, 7, 8], [1, 0, 0, 0]])
+    assert response_mask(ids, 1, True).tolist() == [[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]]
+    assert response_mask(ids, 1, False).tolist() == [[1, 1, 1, 1]] * 3
+
+
+def _batch(new_values_old=(0.5, 0.5)):
+    ones = torch.ones(1, 2)
+    return Rollout(
+        prompt_ids=torch.zeros(1, 1, dtype=torch.long),
+        prompt_mask=ones[:, :1].long(),
+        response_ids=torch.zeros(1, 2, dtype=torch.long),
+        response_mask=ones,
+        logprobs=torch.log(torch.tensor([[0.5, 0.5]])),
+        ref_logprobs=torch.zeros(1, 2),
+        values=torch.tensor([list(new_values_old)]),
+        advantages=torch.tensor([[1.0, -1.0]]),
+        returns=torch.tensor([[1.5, 0.0]]),
+    )
+
+
+def test_ppo_loss_on_a_hand_built_batch():
+    # ratio = [0.6/0.5, 0.3/0.5] = [1.2, 0.6]; A = [1, -1]; eps = 0.1
+    # policy terms max(-A*r, -A*clip(r)) = [max(-1.2, -1.1), max(0.6, 0.9)] = [-1.1, 0.9] -> mean -0.1
+    new_logprobs = torch.log(torch.tensor([[0.6, 0.3]]))
+    values = torch.tensor([[1.0, 2.0]])
+    loss = ppo_loss(new_logprobs, values, _batch(), clip_range=0.1, clip_range_vf=None)
+    assert float(loss.policy) == pytest.approx(-0.1)
+    assert float(loss.value) == pytest.approx(0.5 * ((1 - 1.5) ** 2 + 2.0**2) / 2)  # 1.0625
+    expected_kl = ((0.2 - math.log(1.2)) + (-0.4 - math.log(0.6))) / 2
+    assert float(loss.approx_kl) == pytest.approx(expected_kl)
+    assert float(loss.clipfrac) == 1.0
+    # value clipping at 0.2 around the old values [0.5, 0.5]: clipped [0.7, 0.7]
+    clipped = ppo_loss(new_logprobs, values, _batch(), clip_range=0.1, clip_range_vf=0.2)
+    assert float(clipped.value) == pytest.approx(0.5 * (max(0.25, 0.64) + max(4.0, 0.49)) / 2)  # 1.16
+
+
+def test_ppo_loss_gradient_is_zero_where_the_ratio_is_clipped():
+    new_logprobs = torch.log(torch.tensor([[0.6, 0.3]])).requires_grad_()
+    loss = ppo_loss(new_logprobs, torch.zeros(1, 2), _batch(), clip_range=0.1, clip_range_vf=None)
+    loss.policy.backward()
+    # token 1 (A>0, r=1.2 > 1.1) and token 2 (A<0, r=0.6 < 0.9) are both clipped: no gradient
+    assert new_logprobs.grad.abs().sum() == 0
