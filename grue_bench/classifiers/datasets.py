@@ -1,0 +1,54 @@
+"""Labelled texts for the offline classifiers, read from the task data shipped with GRUE Bench."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from grue_bench.data import read_jsonl
+from grue_bench.errors import MissingAssetError
+from grue_bench.paths import bundled_dir
+
+
+@dataclass(frozen=True)
+class LabelledTexts:
+    """Parallel lists of texts and integer labels from one split of one task."""
+
+    texts: list[str]
+    labels: list[int]
+
+
+def _rows(task: str, split: str) -> list[dict]:
+    path: Path = bundled_dir("tasks") / task / "data" / f"{split}.jsonl"
+    if not path.is_file():
+        raise MissingAssetError(
+            f"shipped {task} {split} data not found",
+            source=str(path),
+            fix="reinstall grue-bench or run from a full checkout (tasks/<task>/data/*.jsonl)",
+        )
+    return read_jsonl(path)
+
+
+def join_words(left: str, right: str) -> str:
+    """``left`` then ``right`` with one space between them unless either side already has one."""
+    if not left or not right or left[-1:].isspace() or right[:1].isspace():
+        return left + right
+    return f"{left} {right}"
+
+
+def imdb_sentiment(split: str) -> LabelledTexts:
+    """Full IMDB reviews (split at a word boundary into prompt and reference) with ``label`` (1 positive)."""
+    rows = _rows("imdb", split)
+    return LabelledTexts(
+        texts=[join_words(row["prompt"], row["references"][0]) for row in rows],
+        labels=[int(row["label"]) for row in rows],
+    )
+
+
+def daily_dialog_acts(split: str) -> LabelledTexts:
+    """DailyDialog replies (``references[0]``) and acts: 1 inform, 2 question, 3 directive, 4 commissive."""
+    rows = _rows("daily_dialog", split)
+    return LabelledTexts(
+        texts=[row["references"][0] for row in rows],
+        labels=[int(row["meta"]["response_act"]) for row in rows],
+    )

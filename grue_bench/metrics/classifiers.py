@@ -1,0 +1,144 @@
+"""Classifier-based metrics: learned sentiment (RL4LMs's learned_reward), VADER sentiment, intent accuracy."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from grue_bench.errors import GrueError
+from grue_bench.metrics.base import Metric, MetricScores
+
+logger = logging.getLogger(__name__)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+class SentimentScore(Metric):
+    """Probability of class ``label_ix`` (1 = positive) under a sentiment classifier, as RL4LMs scores IMDB.
+
+    ``model_name`` is a hub id (RL4LMs used ``lvwerra/distilbert-imdb``) or a local folder; unset, the
+    offline bag-of-n-grams classifier trained on the shipped IMDB train split is used (trained once, cached).
+    With ``include_prompt_for_eval`` the text scored is prompt + generation, joined by a space where neither
+    side has one (RL4LMs concatenates them bare, which glues two words together for a word-level model).
+    """
+
+    def __init__(
+        self,
+        model_name: str | None = None,
+        label_ix: int = 1,
+        batch_size: int = 32,
+        include_prompt_for_eval: bool = True,
+    ) -> None:
+        from grue_bench.classifiers.defaults import sentiment_classifier
+
+        self.classifier = sentiment_classifier(model_name, batch_size=batch_size)
+        if not 0 <= label_ix < len(self.classifier.labels):
+            raise GrueError(
+                f"label_ix {label_ix} is out of range for a classifier with "
+                f"{len(self.classifier.labels)} labels",
+                key="label_ix",
+                fix="use 1 for the positive class of an IMDB sentiment classifier",
+            )
+        self.label_ix = label_ix
+        self.include_prompt_for_eval = include_prompt_for_eval
+
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """Per-sample class probability of prompt + generation (or the generation alone), and its mean."""
+        from grue_bench.classifiers.datasets import join_words
+
+        texts = (
+            [join_words(p, g) for p, g in zip(prompt_texts, generated_texts, strict=True)]
+            if self.include_prompt_for_eval
+            else list(generated_texts)
+        )
+        scores = [row[self.label_ix] for row in self.classifier.predict_proba(texts)]
+        return {"semantic/learned_automodel_metric": (scores, _mean(scores))}
+
+
+class VaderSentiment(Metric):
+    """VADER's compound sentiment of each generation, in [-1, 1] (the lexicon ships with vaderSentiment)."""
+
+    def __init__(self) -> None:
+        try:
+            from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+        except ImportError as exc:
+            from grue_bench.errors import MissingAssetError
+
+            raise MissingAssetError(
+                "VADER sentiment needs the vaderSentiment package (it ships the lexicon)",
+                fix="pip install 'vaderSentiment>=3.3.2' (or pip install 'grue-bench[offline]')",
+            ) from exc
+        self.analyzer = SentimentIntensityAnalyzer()
+
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """Per-sample compound score and its mean."""
+        scores = [float(self.analyzer.polarity_scores(text)["compound"]) for text in generated_texts]
+        return {"sentiment/vader_compound": (scores, _mean(scores))}
+
+
+class IntentAccuracy(Metric):
+    """1.0 when the generated reply has the dialogue act of the reference reply, as RL4LMs scores DailyDialog.
+
+    The target act is ``meta_info["response_act"]`` (1 inform .. 4 commissive) when present, else the
+    classifier's act for the first reference. ``model_name`` is a hub id (RL4LMs used
+    ``rajkumarrrk/roberta-daily-dialog-intent-classifier``) or a folder; unset, the offline classifier
+    trained on the shipped DailyDialog train replies is used.
+    """
+
+    def __init__(self, model_name: str | None = None, batch_size: int = 32) -> None:
+        from grue_bench.classifiers.defaults import intent_classifier
+
+        self.classifier = intent_classifier(model_name, batch_size=batch_size)
+
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """Per-sample act match (0.0 or 1.0) and the accuracy."""
+        predicted = self.classifier.predict_acts(prompt_texts, generated_texts)
+        targets = self._target_acts(prompt_texts, reference_texts, meta_infos)
+        scores = [float(p == t) for p, t in zip(predicted, targets, strict=True)]
+        return {"intent/accuracy": (scores, _mean(scores))}
+
+    def _target_acts(
+        self,
+        prompt_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None,
+    ) -> list[int]:
+        metas = meta_infos or [{} for _ in prompt_texts]
+        missing = [i for i, meta in enumerate(metas) if "response_act" not in meta]
+        targets = [int(meta.get("response_act", 0)) for meta in metas]
+        if missing:
+            logger.info(
+                "intent accuracy: %d samples without response_act; classifying their reference", len(missing)
+            )
+            acts = self.classifier.predict_acts(
+                [prompt_texts[i] for i in missing], [reference_texts[i][0] for i in missing]
+            )
+            for i, act in zip(missing, acts, strict=True):
+                targets[i] = act
+        return targets

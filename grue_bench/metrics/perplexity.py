@@ -1,0 +1,179 @@
+"""Perplexity of the references under a causal LM (RL4LMs's ``causal_perplexity``), with a sliding window.
+
+Which LM: ``model_name`` (a folder or hub id) when set, so that numbers compare across policies; otherwise
+the ``model`` passed to ``compute`` (the policy's causal LM, as in RL4LMs). Which tokenizer:
+``tokenizer_name`` when set, else ``model.tokenizer`` when the caller attached one to the LM, else the
+tokenizer saved with ``model_name``.
+
+As in RL4LMs the references are joined with blank lines into one text and scored in windows of the LM's
+context length, advancing by ``stride`` tokens (default half the window); every token but the first is
+scored exactly once (RL4LMs's loop miscounts window edges), so one window gives exactly ``exp`` of the LM's
+mean token loss.
+Train splits are skipped by default, as RL4LMs does, because this is slow and the references are the
+training targets.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from grue_bench.errors import GrueError, MissingAssetError
+from grue_bench.metrics.base import Metric, MetricScores
+
+logger = logging.getLogger(__name__)
+
+
+def _context_length(lm: Any) -> int | None:
+    config = lm.config
+    for name in ("n_positions", "max_position_embeddings", "n_ctx"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def sliding_window_nll(lm: Any, input_ids: Any, window: int, stride: int) -> tuple[float, int]:
+    """(sum of token NLLs, tokens scored) of ``input_ids`` (shape 1 x n); needs ``stride`` < ``window``.
+
+    The first window scores its tokens 1.. with whatever context precedes them; each later window moves its
+    end on by ``stride`` and scores only the tokens it adds, each with at least ``window - stride`` context.
+    """
+    import torch
+
+    n = input_ids.size(1)
+    total, count = 0.0, 0
+    start, end, scored_from = 0, min(window, n), 1
+    while scored_from < n:
+        chunk = input_ids[:, start:end].to(lm.device)
+        with torch.no_grad():
+            logits = lm(chunk).logits[0]
+        first = scored_from - start  # chunk position of the first token to score
+        total += float(
+            torch.nn.functional.cross_entropy(
+                logits[first - 1 : -1].float(), chunk[0, first:], reduction="sum"
+            )
+        )
+        count += end - scored_from
+        scored_from, end = end, min(end + stride, n)
+        start = max(0, end - window)
+    return total, count
+
+
+class Perplexity(Metric):
+    """Corpus perplexity of the references under key ``fluency_metrics/perplexity`` (no per-sample scores)."""
+
+    def __init__(
+        self,
+        model_name: str | None = None,
+        tokenizer_name: str | None = None,
+        stride: int | None = None,
+        max_length: int | None = None,
+        skip_train_split: bool = True,
+    ) -> None:
+        if stride is not None and stride < 1:
+            raise GrueError(f"stride must be >= 1, got {stride}", key="causal_perplexity.stride")
+        self.model_name = model_name
+        self.tokenizer_name = tokenizer_name
+        self.stride = stride
+        self.max_length = max_length
+        self.skip_train_split = skip_train_split
+        self._lm: Any = None
+        self._tokenizer: Any = None
+
+    def compute(
+        self,
+        prompt_texts: list[str],
+        generated_texts: list[str],
+        reference_texts: list[list[str]],
+        meta_infos: list[dict[str, Any]] | None = None,
+        model: Any = None,
+        split_name: str | None = None,
+    ) -> MetricScores:
+        """exp(total NLL / tokens scored) over the blank-line-joined references."""
+        if self.skip_train_split and split_name == "train":
+            return {}
+        lm, tokenizer = self._lm_and_tokenizer(model)
+        text = "\n\n".join(ref for refs in reference_texts for ref in refs)
+        input_ids = tokenizer(text, return_tensors="pt").input_ids
+        window = self.max_length or _context_length(lm)
+        if window is None:
+            raise GrueError(
+                "cannot tell the causal LM's context length from its config",
+                key="causal_perplexity.max_length",
+                fix="set max_length",
+            )
+        stride = self.stride or max(1, window // 2)
+        if stride >= window:
+            raise GrueError(
+                f"stride {stride} must be smaller than the window of {window} tokens, so that every "
+                "scored token has context",
+                key="causal_perplexity.stride",
+                fix=f"set stride < {window} (e.g. {max(1, window // 2)})",
+            )
+        was_training = lm.training
+        lm.eval()  # dropout off while scoring; the policy's mode is restored below
+        try:
+            total, count = sliding_window_nll(lm, input_ids, window, stride)
+        finally:
+            lm.train(was_training)
+        if count == 0:
+            raise GrueError("perplexity needs references of at least two tokens in total")
+
+        return {"fluency_metrics/perplexity": (None, math.exp(total / count))}
+
+    def _lm_and_tokenizer(self, model: Any) -> tuple[Any, Any]:
+        if self.model_name is not None:
+            self._load_named()
+            lm = self._lm
+        elif model is not None:
+            lm = model
+        else:
+            raise GrueError(
+                "causal_perplexity needs a causal LM: none was passed to compute and model_name is unset",
+                key="causal_perplexity.model_name",
+                fix="set model_name to a causal LM folder (or hub id), or evaluate a policy so its LM "
+                "is passed",
+            )
+        tokenizer = self._tokenizer_for(lm)
+        return lm, tokenizer
+
+    def _tokenizer_for(self, lm: Any) -> Any:
+        if self._tokenizer is not None:
+            return self._tokenizer
+        if self.tokenizer_name is not None:
+            self._tokenizer = _load_pretrained("AutoTokenizer", self.tokenizer_name, "perplexity tokenizer")
+            return self._tokenizer
+        attached = getattr(lm, "tokenizer", None)
+        if attached is not None:
+            return attached
+        raise GrueError(
+            "causal_perplexity has no tokenizer for the LM it was given",
+            key="causal_perplexity.tokenizer_name",
+            fix="set tokenizer_name (folder or hub id), or attach the tokenizer to the LM as `lm.tokenizer`",
+        )
+
+    def _load_named(self) -> None:
+        if self._lm is None:
+            assert self.model_name is not None
+            self._lm = _load_pretrained("AutoModelForCausalLM", self.model_name, "perplexity LM")
+            if self.tokenizer_name is None:
+                self._tokenizer = _load_pretrained("AutoTokenizer", self.model_name, "perplexity tokenizer")
+            logger.info("perplexity LM: %s", self.model_name)
+
+
+def _load_pretrained(auto_class: str, name: str, what: str) -> Any:
+    """``transformers.<auto_class>.from_pretrained`` on a folder or hub id, failing fast offline."""
+    import transformers
+
+    from grue_bench.classifiers.hub import resolve_model
+
+    source = resolve_model(name, what=what, offline_fix="or pass a local folder")
+    try:
+        return getattr(transformers, auto_class).from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        raise MissingAssetError(
+            f"{what}: could not load {name!r}: {exc}",
+            fix="pass a folder saved by save_pretrained, or a hub id where the hub is reachable",
+        ) from exc
