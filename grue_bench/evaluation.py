@@ -6,6 +6,7 @@ import json
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,18 @@ def load_predictions(path: str | Path, samples: Sequence[Sample]) -> list[str]:
     return [texts[s.id] for s in samples]
 
 
+@dataclass
+class Scores:
+    """Per metric id: its keys with per-sample and corpus scores; and what could not run, and why."""
+
+    results: dict[str, MetricScores] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def corpus(self) -> dict[str, float]:
+        """Metric key -> corpus score, flattened over metric ids."""
+        return {key: corpus for scores in self.results.values() for key, (_, corpus) in scores.items()}
+
+
 def score(
     metrics: Sequence[Component],
     samples: Sequence[Sample],
@@ -90,25 +103,41 @@ def score(
     *,
     model: Any = None,
     split: str | None = None,
-) -> dict[str, MetricScores]:
-    """Per metric id: its keys with per-sample and corpus scores."""
+) -> Scores:
+    """Run each metric on the generations. A metric that needs the policy's model is reported as
+    skipped when no model is given (never scored as 0)."""
     from grue_bench import plugins
 
     prompts = [s.prompt_or_input_text for s in samples]
     references = [s.references for s in samples]
     metas = [s.meta_data for s in samples]
-    results: dict[str, MetricScores] = {}
+    out = Scores()
     for component in tqdm(metrics, desc="metrics", unit="metric", leave=False):
         metric = plugins.METRICS.get(component.id)(**component.args)
+        if model is None and metric.needs_policy_model():
+            out.skipped[component.id] = "needs the policy's model (grue eval: pass --model DIR)"
+            log.warning("skipping %s: %s", component.id, out.skipped[component.id])
+            continue
         scores = metric.compute(prompts, list(generations), references, metas, model=model, split_name=split)
         for key, (_, corpus) in scores.items():
             if not math.isfinite(corpus):
                 raise GrueError(f"metric '{component.id}' gave a non-finite score for '{key}'", key=key)
-        results[component.id] = scores
+        out.results[component.id] = scores
         log.debug("%s: %s", component.id, {k: v[1] for k, v in scores.items()})
-    return results
+    return out
 
 
-def corpus_table(results: dict[str, MetricScores]) -> dict[str, float]:
-    """Metric key -> corpus score, flattened over metric ids."""
-    return {key: corpus for scores in results.values() for key, (_, corpus) in scores.items()}
+def load_causal_lm(path: str | Path) -> Any:
+    """A causal LM saved with ``save_pretrained`` (with its tokenizer attached as ``.tokenizer``)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise GrueError(
+            "not a model folder (no config.json)",
+            source=str(path),
+            fix="give a folder written by save_pretrained (model and tokenizer)",
+        )
+    model = AutoModelForCausalLM.from_pretrained(path)
+    model.tokenizer = AutoTokenizer.from_pretrained(path)
+    return model

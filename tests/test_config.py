@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 import yaml
-
 from conftest import RL4LMS_CONFIGS
+
 from grue_bench.config import apply_override, load_config
 from grue_bench.errors import GrueError
 
@@ -33,7 +33,10 @@ def test_rl4lms_values_are_read_into_typed_fields():
 def test_overrides_change_any_key_and_the_hash():
     base = load_config(PPO_CONFIG)
     changed = load_config(PPO_CONFIG, ["alg.args.learning_rate=1e-5", "env.args.max_episode_length=64"])
-    assert changed.alg.args["learning_rate"] == pytest.approx(1e-5) or changed.alg.args["learning_rate"] == "1e-5"
+    assert (
+        changed.alg.args["learning_rate"] == pytest.approx(1e-5)
+        or changed.alg.args["learning_rate"] == "1e-5"
+    )
     assert changed.env.args.max_episode_length == 64
     assert changed.hash() != base.hash()
     assert load_config(PPO_CONFIG).hash() == base.hash()
@@ -104,7 +107,11 @@ MALFORMED = [
         "alg.policy.args.generation_kwargs.max_new_token",
         "unknown key",
     ),
-    (_set("env.args.prompt_truncation_side", "middle"), "env.args.prompt_truncation_side", "'left' or 'right'"),
+    (
+        _set("env.args.prompt_truncation_side", "middle"),
+        "env.args.prompt_truncation_side",
+        "'left' or 'right'",
+    ),
     (_set("env.n_envs", 0), "env.n_envs", "greater than 0"),
     (_delete("alg"), "alg", "required key is missing"),
     (_set("alg.id", "nlpo"), "alg.policy.id", "maskable"),

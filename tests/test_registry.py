@@ -47,7 +47,11 @@ def test_unknown_id_suggests_close_matches_and_lists_all():
 
 @pytest.mark.parametrize(
     ("spec", "words"),
-    [("no_colon", "not a 'module:attribute'"), ("not_a_module_xyz:f", "cannot import"), ("json:nope", "no attribute")],
+    [
+        ("no_colon", "not a 'module:attribute'"),
+        ("not_a_module_xyz:f", "cannot import"),
+        ("json:nope", "no attribute"),
+    ],
 )
 def test_bad_references_are_clear_errors(spec, words):
     with pytest.raises(GrueError, match=words):
@@ -60,7 +64,9 @@ def _plugin_package(root):
     task = pkg / "echo_task"
     (task / "data").mkdir(parents=True)
     for split in ("train", "validation", "test"):
-        (task / "data" / f"{split}.jsonl").write_text('{"id": "%s-1", "prompt": "hi", "references": ["hi"]}\n' % split)
+        (task / "data" / f"{split}.jsonl").write_text(
+            '{"id": "%s-1", "prompt": "hi", "references": ["hi"]}\n' % split
+        )
     (task / "task.yaml").write_text(
         textwrap.dedent(
             """\

@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics", help="comma-separated metric ids to run instead of the task's whole suite"
     )
+    parser.add_argument(
+        "--model", type=Path, help="a causal LM folder, for metrics that score under a model (perplexity)"
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
 
 
@@ -26,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from grue_bench import plugins
     from grue_bench.config import Component
     from grue_bench.datapools import TaskPool
-    from grue_bench.evaluation import corpus_table, load_predictions, score
+    from grue_bench.evaluation import load_causal_lm, load_predictions, score
 
     task = plugins.TASKS.get(args.task)
     samples = list(TaskPool.prepare(args.split, task=task.id, source=args.source))
@@ -39,23 +42,17 @@ def run(args: argparse.Namespace) -> int:
                 raise plugins.METRICS.unknown(id, source="--metrics")
         by_id = {m.id: m for m in task.metrics}
         metrics = [by_id.get(id, Component(id=id)) for id in wanted]
-    table = corpus_table(score(metrics, samples, texts, split=args.split))
+    model = load_causal_lm(args.model) if args.model else None
+    scores = score(metrics, samples, texts, model=model, split=args.split)
+    table = scores.corpus()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "task": task.id,
-                    "task_version": task.version,
-                    "split": args.split,
-                    "n": len(samples),
-                    "scores": table,
-                },
-                indent=2,
-            )
-        )
-    else:
-        print(f"task {task.id} v{task.version}, split {args.split}, {len(samples)} samples")
-        width = max(len(k) for k in table)
-        for key, value in table.items():
-            print(f"  {key:<{width}}  {value:.4f}")
+        header = {"task": task.id, "task_version": task.version, "split": args.split, "n": len(samples)}
+        print(json.dumps({**header, "scores": table, "skipped": scores.skipped}, indent=2))
+        return 0
+    print(f"task {task.id} v{task.version}, split {args.split}, {len(samples)} samples")
+    width = max([len(k) for k in table] + [len(k) for k in scores.skipped])
+    for key, value in table.items():
+        print(f"  {key:<{width}}  {value:.4f}")
+    for id, reason in scores.skipped.items():
+        print(f"  {id:<{width}}  skipped: {reason}")
     return 0

@@ -12,6 +12,10 @@ MetricScores = dict[str, tuple[list[float] | None, float]]
 class Metric(ABC):
     """Scores generations against references; constructor kwargs are the YAML ``args``."""
 
+    def needs_policy_model(self) -> bool:
+        """True when ``compute`` must be given the policy's model (e.g. perplexity under it)."""
+        return False
+
     @abstractmethod
     def compute(
         self,

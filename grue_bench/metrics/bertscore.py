@@ -129,6 +129,18 @@ class BertScore(Metric):
         """BERTScore F1 of each generation against its best-matching reference, and the mean."""
         if not generated_texts:
             return {"semantic/bert_score": ([], 0.0)}
-        _, _, f1 = self.scorer.score(list(generated_texts), [list(refs) for refs in reference_texts])
-        scores = [float(x) for x in f1.tolist()]
+        # bert-score scores an empty text as 0 (its documented rule), but its code path for empty
+        # texts breaks under transformers 5: apply the rule here and score only the rest.
+        scores = [0.0] * len(generated_texts)
+        scored = [
+            i
+            for i, (text, refs) in enumerate(zip(generated_texts, reference_texts, strict=True))
+            if text.strip() and any(ref.strip() for ref in refs)
+        ]
+        if scored:
+            candidates = [generated_texts[i] for i in scored]
+            references = [[ref for ref in reference_texts[i] if ref.strip()] for i in scored]
+            _, _, f1 = self.scorer.score(candidates, references)
+            for i, value in zip(scored, f1.tolist(), strict=True):
+                scores[i] = float(value)
         return {"semantic/bert_score": (scores, sum(scores) / len(scores))}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Any, Literal
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
@@ -71,7 +71,11 @@ class Perplexity(Metric):
         stride: int | None = None,
         max_length: int | None = None,
         skip_train_split: bool = True,
+        tokenizer_id: str | None = None,
+        model_type: Literal["causal"] = "causal",
     ) -> None:
+        """``tokenizer_id`` and ``model_type`` are RL4LMs's names (perplexity is for causal LMs only)."""
+        tokenizer_name = tokenizer_name or tokenizer_id
         if stride is not None and stride < 1:
             raise GrueError(f"stride must be >= 1, got {stride}", key="causal_perplexity.stride")
         self.model_name = model_name
@@ -122,6 +126,9 @@ class Perplexity(Metric):
             raise GrueError("perplexity needs references of at least two tokens in total")
 
         return {"fluency_metrics/perplexity": (None, math.exp(total / count))}
+
+    def needs_policy_model(self) -> bool:
+        return self.model_name is None
 
     def _lm_and_tokenizer(self, model: Any) -> tuple[Any, Any]:
         if self.model_name is not None:

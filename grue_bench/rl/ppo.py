@@ -76,7 +76,7 @@ class PPO(OnPolicyAlgorithm):
                 self.optimizer.step()
                 stats = (losses.policy, losses.value, entropy, losses.approx_kl, losses.clipfrac)
                 for key, value in zip(totals, stats, strict=True):
-                    totals[key].append(float(value))
+                    totals[key].append(float(value.detach()))
             epoch_kl = self.mean_across_ranks(_mean(totals["kl"][epoch_start:]))
             if args.target_kl is not None and epoch_kl > 1.5 * args.target_kl:
                 break  # the policy moved too far from the rollout policy: stop this phase early

@@ -1,0 +1,238 @@
+"""Task plugins: discovery, shipped data, prompt formats, hub converters and offline errors."""
+
+import json
+
+import pytest
+from conftest import REPO
+
+from grue_bench import plugins
+from grue_bench.datapools import SyntheticPool, TaskPool
+from grue_bench.errors import GrueError
+
+GRUE_TASKS = [
+    "imdb",
+    "commongen",
+    "cnn_dailymail",
+    "totto",
+    "narrative_qa",
+    "iwslt2017_en_de",
+    "daily_dialog",
+]
+SYNTHETIC = ["increasing_numbers", "dates"]
+SPLIT_SIZES = {
+    "imdb": (2000, 200, 200),
+    "commongen": (2000, 200, 200),
+    "cnn_dailymail": (500, 100, 100),
+    "totto": (14, 8, 9),
+    "narrative_qa": (500, 100, 100),
+    "iwslt2017_en_de": (2000, 200, 200),
+    "daily_dialog": (2000, 200, 200),
+}
+
+
+def test_all_tasks_are_registered_and_listed(run_grue):
+    assert set(GRUE_TASKS + SYNTHETIC) <= set(plugins.TASKS.ids())
+    code, out, _ = run_grue("ls", "tasks")
+    assert code == 0
+    for id in GRUE_TASKS + SYNTHETIC:
+        line = next(line for line in out.splitlines() if line.strip().startswith(id + " "))
+        assert "INVALID" not in line and " v1 " in line
+
+
+@pytest.mark.parametrize("task", GRUE_TASKS + SYNTHETIC)
+def test_every_task_yaml_validates(run_grue, task):
+    code, out, err = run_grue("validate", str(REPO / "tasks" / task / "task.yaml"))
+    assert code == 0, err
+    assert f"(task '{task}' v1)" in out
+
+
+@pytest.mark.parametrize("task", GRUE_TASKS)
+def test_shipped_splits_load_with_their_sizes_and_sources(task):
+    spec = plugins.TASKS.get(task)
+    sizes = tuple(len(TaskPool.prepare(split, task=task)) for split in ("train", "validation", "test"))
+    assert sizes == SPLIT_SIZES[task]
+    assert (spec.directory / "data" / "SOURCE.md").is_file()
+    sample = TaskPool.prepare("test", task=task)[0]
+    assert sample.references and all(isinstance(r, str) for r in sample.references)
+    assert sample.prompt_or_input_text.startswith(spec.prompt.prefix)
+
+
+def test_prompt_formats_follow_the_task_definition():
+    raw = json.loads((REPO / "tasks/cnn_dailymail/data/test.jsonl").open().readline())
+    sample = TaskPool.prepare("test", task="cnn_dailymail")[0]
+    assert sample.prompt_or_input_text == "Summarize: " + raw["prompt"]
+    commongen = TaskPool.prepare("test", task="commongen")[0]
+    assert (
+        commongen.prompt_or_input_text
+        == "generate a sentence with: " + " ".join(commongen.meta_data["concepts"]) + "."
+    )
+    assert TaskPool.prepare("test", task="iwslt2017_en_de")[0].prompt_or_input_text.startswith(
+        "translate English to German: "
+    )
+    assert TaskPool.prepare("test", task="daily_dialog")[0].prompt_or_input_text.endswith(" <EOU> ")
+
+
+def test_imdb_label_is_kept_in_meta():
+    labels = {s.meta_data["label"] for s in TaskPool.prepare("test", task="imdb")}
+    assert labels == {0, 1}
+
+
+def test_rl4lms_datapool_ids_apply_their_arguments():
+    pool = plugins.DATAPOOLS.get("commongen").prepare(
+        "validation", concept_separator_token=", ", concept_end_token="!", prefix="use: "
+    )
+    assert pool[0].prompt_or_input_text == "use: " + ", ".join(pool[0].meta_data["concepts"]) + "!"
+    short = plugins.DATAPOOLS.get("daily_dialog").prepare("test", context_size=1)
+    full = TaskPool.prepare("test", task="daily_dialog")
+    assert all(" <EOU> " not in s.prompt_or_input_text for s in short)
+    assert full[5].prompt_or_input_text.rstrip().endswith(short[5].prompt_or_input_text.strip())
+    cnn = plugins.DATAPOOLS.get("cnn_daily_mail").prepare("test", prompt_prefix="TL;DR: ")
+    assert cnn[0].prompt_or_input_text.startswith("TL;DR: ")
+    with pytest.raises(GrueError, match="context_size 9 is out of range"):
+        plugins.DATAPOOLS.get("daily_dialog").prepare("test", context_size=9)
+
+
+def test_max_samples_is_a_seeded_subset():
+    a = TaskPool.prepare("train", task="imdb", max_samples=10, seed=1)
+    b = TaskPool.prepare("train", task="imdb", max_samples=10, seed=1)
+    assert len(a) == 10 and [s.id for s in a] == [s.id for s in b]
+
+
+def test_synthetic_pool():
+    pool = SyntheticPool.prepare("train", n_samples=3, prompt="go")
+    assert [s.prompt_or_input_text for s in pool] == ["go"] * 3 and pool[0].references == []
+
+
+def test_unknown_split_and_task():
+    with pytest.raises(GrueError, match="unknown split 'dev'"):
+        TaskPool.prepare("dev", task="imdb")
+    with pytest.raises(GrueError, match="Did you mean 'imdb'"):
+        TaskPool.prepare("test", task="imbd")
+
+
+def test_hub_dataset_offline_fails_fast_saying_what_to_do():
+    with pytest.raises(GrueError) as info:
+        TaskPool.prepare("test", task="imdb", source="hub")
+    message = str(info.value)
+    assert "could not load dataset 'imdb'" in message
+    assert "source: shipped" in message
+
+
+def test_local_jsonl_and_csv_sources(tmp_path):
+    (tmp_path / "test.jsonl").write_text('{"id": "a", "prompt": "p", "references": ["r"]}\n')
+    pool = TaskPool.prepare("test", task="narrative_qa", source=str(tmp_path))
+    assert pool[0].id == "a" and pool[0].references == ["r"]
+    csv_file = tmp_path / "rows.csv"
+    csv_file.write_text("id,prompt,reference\nx,hello,world\n")
+    pool = TaskPool.prepare("test", task="iwslt2017_en_de", source=str(csv_file))
+    assert pool[0].prompt_or_input_text == "translate English to German: hello"
+    assert pool[0].references == ["world"]
+
+
+def test_bad_local_jsonl_names_file_and_line(tmp_path):
+    bad = tmp_path / "test.jsonl"
+    bad.write_text('{"id": "a", "prompt": "p"}\nnot json\n')
+    with pytest.raises(GrueError, match="line 2 is not valid JSON") as info:
+        TaskPool.prepare("test", task="imdb", source=str(bad))
+    assert str(bad) in str(info.value)
+
+
+def test_totto_linearizer_reproduces_every_shipped_prompt():
+    spec = plugins.TASKS.get("totto")
+    linearize = spec.resolve("hooks:linearize")
+    for split in ("train", "validation", "test"):
+        for row in map(json.loads, spec.data_path(split).read_text().splitlines()):
+            meta = row["meta"]
+            text = linearize(
+                meta["table_page_title"], meta["table_section_title"], meta["highlighted_cell_details"]
+            )
+            assert text == row["prompt"]
+
+
+def test_hub_converters_on_hub_shaped_rows():
+    convert = {t: plugins.TASKS.get(t).resolve("hooks:from_hub") for t in GRUE_TASKS}
+    imdb = convert["imdb"]({"text": "one two three four", "label": 1}, 0)
+    assert imdb["prompt"] == "one two" and imdb["references"] == ["three four"] and imdb["label"] == 1
+    gen = convert["commongen"](
+        {"concept_set_id": 7, "concepts": ["dog", "run"], "target": "A dog runs.", "references": []}, 3
+    )
+    assert gen["prompt"] == "dog run" and gen["references"] == ["A dog runs."]
+    qa = convert["narrative_qa"](
+        {
+            "document": {"id": "d", "summary": {"text": "S."}},
+            "question": {"text": "Q?"},
+            "answers": [{"text": "A1"}, {"text": "A2"}],
+        },
+        0,
+    )
+    assert qa["prompt"] == "question: Q? context: S." and qa["references"] == ["A1", "A2"]
+    mt = convert["iwslt2017_en_de"]({"translation": {"en": "Hello", "de": "Hallo"}}, 4)
+    assert (mt["prompt"], mt["references"]) == ("Hello", ["Hallo"])
+    dialog = convert["daily_dialog"]({"dialog": ["a", "b", "c"], "act": [2, 1, 3], "emotion": [0, 0, 4]}, 9)
+    assert [d["prompt"] for d in dialog] == ["a", "a <EOU> b"]
+    assert [d["meta"]["response_act"] for d in dialog] == [1, 3]
+    cnn = convert["cnn_dailymail"]({"id": "x", "article": "Art", "highlights": "Hi"}, 0)
+    assert (cnn["prompt"], cnn["references"]) == ("Art", ["Hi"])
+    table = [
+        [{"value": "Year", "is_header": True}, {"value": "Title", "is_header": True}],
+        [{"value": "2001", "is_header": False}, {"value": "Film", "is_header": False}],
+    ]
+    totto = convert["totto"](
+        {
+            "table": table,
+            "highlighted_cells": [[1, 1]],
+            "table_page_title": "P",
+            "table_section_title": "S",
+            "sentence_annotations": [{"final_sentence": "F."}],
+        },
+        0,
+    )
+    assert totto["prompt"] == (
+        "<page_title> P </page_title> <section_title> S </section_title> <table> "
+        "<cell> Film <col_header> Title </col_header> </cell> </table>"
+    )
+    assert totto["references"] == ["F."]
+
+
+def test_task_yaml_errors_name_the_key(tmp_path, run_grue):
+    task = tmp_path / "broken"
+    task.mkdir()
+    (task / "task.yaml").write_text(
+        "id: broken\nversion: 0\nname: B\ndescription: d\nmodel_type: gpt\n"
+        "data: {files: {train: a.jsonl, validation: b.jsonl}}\nreward_fn: {id: rouge}\nmetrics: []\n"
+    )
+    code, _, err = run_grue("validate", str(task / "task.yaml"))
+    assert code == 2
+    for key in ("version", "model_type", "data.files"):
+        assert f"task.yaml: {key}" in err
+    assert "missing split(s) test" in err
+
+
+def test_task_profile_errors_are_reported_once_per_key(tmp_path, run_grue):
+    task = tmp_path / "echo"
+    (task / "data").mkdir(parents=True)
+    for split in ("train", "validation", "test"):
+        (task / "data" / f"{split}.jsonl").write_text('{"id": "1", "prompt": "p", "references": ["r"]}\n')
+    (task / "task.yaml").write_text(
+        "id: echo\nversion: 1\nname: E\ndescription: d\nmodel_type: causal\n"
+        "data: {files: {train: data/train.jsonl, validation: data/validation.jsonl, test: data/test.jsonl}}\n"
+        "reward_fn: {id: increasing_numbers}\nmetrics: []\n"
+        "profiles: {tiny: {env: {n_envs: -1}}}\n"
+    )
+    code, _, err = run_grue("validate", str(task / "task.yaml"))
+    assert code == 2
+    assert err.count("profiles.tiny.env.n_envs") == 1
+
+
+def test_run_config_composition_per_algorithm():
+    spec = plugins.TASKS.get("commongen")
+    nlpo = spec.run_config_data("nlpo", "tiny")
+    assert nlpo["alg"]["policy"]["id"] == "maskable_seq2seq_lm_actor_critic_policy"
+    assert nlpo["alg"]["policy"]["args"]["top_mask"] == 0.9
+    assert nlpo["train_evaluation"]["metrics"][0]["id"] == "meteor"
+    supervised = spec.run_config_data("supervised", "tiny")
+    assert "policy" not in supervised["alg"] and supervised["alg"]["model_type"] == "seq2seq"
+    ppo = plugins.TASKS.get("imdb").run_config_data("ppo", "paper")
+    assert ppo["alg"]["policy"]["id"] == "causal_lm_actor_critic_policy"
+    with pytest.raises(GrueError, match="has no profile 'huge'"):
+        spec.run_config_data("ppo", "huge")
