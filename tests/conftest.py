@@ -7,9 +7,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 RL4LMS_CONFIGS = Path(__file__).resolve().parent / "data" / "rl4lms_configs"

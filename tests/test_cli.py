@@ -15,10 +15,11 @@ def test_help_answers_without_importing_heavy_libraries(command):
         "import sys\n"
         "from grue_bench.cli import main\n"
         "try:\n"
-        f"    main({command + ['--help']!r})\n"
+        f"    main({[*command, '--help']!r})\n"
         "except SystemExit as exit:\n"
         "    assert exit.code == 0\n"
-        "heavy = [m for m in ('torch', 'transformers', 'pandas', 'datasets', 'matplotlib') if m in sys.modules]\n"
+        "heavy = ('torch', 'transformers', 'pandas', 'datasets', 'matplotlib')\n"
+        "heavy = [m for m in heavy if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -176,7 +176,7 @@ def test_debug_shows_the_traceback(tmp_path):
 
 @pytest.mark.parametrize("assignment", ["alg.args.lr", "=3", "a..b=1"])
 def test_malformed_override(assignment):
-    with pytest.raises(GrueError, match="key.path=value"):
+    with pytest.raises(GrueError, match=r"key\.path=value"):
         apply_override({}, assignment)
 
 

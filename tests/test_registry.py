@@ -65,7 +65,7 @@ def _plugin_package(root):
     (task / "data").mkdir(parents=True)
     for split in ("train", "validation", "test"):
         (task / "data" / f"{split}.jsonl").write_text(
-            '{"id": "%s-1", "prompt": "hi", "references": ["hi"]}\n' % split
+            f'{{"id": "{split}-1", "prompt": "hi", "references": ["hi"]}}\n'
         )
     (task / "task.yaml").write_text(
         textwrap.dedent(
