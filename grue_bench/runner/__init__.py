@@ -1,0 +1,1 @@
+"""The benchmark runner: tasks x algorithms x seeds, evaluated, stored, resumable."""

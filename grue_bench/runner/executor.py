@@ -1,0 +1,179 @@
+"""Executing a grid of runs: in this process, in local worker processes, or as Ray tasks.
+
+This process is the store's one writer. Workers send what their runs record as messages; a
+run's final results and its 'finished' status are written in one transaction. A failing run is
+recorded as failed with its error and the grid goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue as queue_module
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from grue_bench.runner.grid import RunSpec
+from grue_bench.runner.recorder import MessageRecorder, StoreRecorder, apply_message
+from grue_bench.runner.run import RunOutcome, execute
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GridReport:
+    """What happened to each run of the grid."""
+
+    finished: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _guarded(spec: RunSpec, recorder: Any, output_root: Path) -> tuple[str, RunOutcome | None, str | None]:
+    """Execute a run; any failure becomes an error text (recorded as a failed run; the grid goes on)."""
+    try:
+        return spec.label, execute(spec, recorder, output_root), None
+    except Exception as exc:
+        log.debug("%s failed:\n%s", spec.label, traceback.format_exc())
+        return spec.label, None, _error_text(exc)
+
+
+def _worker(spec: RunSpec, output_root: str, send: Any) -> tuple[str, RunOutcome | None, str | None]:
+    """Run one spec in a worker process; what it records goes back to the writer as messages."""
+    return _guarded(spec, MessageRecorder(key=spec.label, send=send), Path(output_root))
+
+
+class GridExecutor:
+    """Starts or resumes every run of a grid and records the results."""
+
+    def __init__(self, store: Any, output_root: Path, force: bool = False) -> None:
+        self.store = store
+        self.output_root = output_root
+        self.force = force
+        self.report = GridReport()
+        self.run_ids: dict[str, int] = {}
+
+    def _start(self, spec: RunSpec) -> bool:
+        """Register the run; False when it is already finished (skipped)."""
+        from grue_bench import plugins
+
+        record = self.store.start_run(
+            task=spec.task,
+            task_version=plugins.TASKS.get(spec.task).version,
+            alg=spec.alg,
+            seed=spec.seed,
+            profile=spec.config.profile,
+            model=None,
+            config=spec.config.to_dict(),
+            config_hash=spec.config_hash,
+            output_dir=str(self.output_root),
+            force=self.force,
+        )
+        if record.status == "finished":
+            self.report.skipped.append(spec.label)
+            return False
+        self.run_ids[spec.label] = record.id
+        return True
+
+    def _record(self, label: str, outcome: RunOutcome | None, error: str | None) -> None:
+        run_id = self.run_ids[label]
+        if outcome is None:
+            self.store.fail_run(run_id, error or "unknown error")
+            self.report.failed[label] = error or "unknown error"
+            log.error("run %s failed: %s", label, error)
+            return
+        self.store.finish_run(
+            run_id,
+            final_metrics=outcome.final_metrics,
+            generations=outcome.final_generations,
+            model=outcome.model_name,
+            duration_s=outcome.duration_s,
+        )
+        self.report.finished.append(label)
+        self.report.durations[label] = outcome.duration_s
+
+    def run(
+        self, specs: Sequence[RunSpec], jobs: int = 1, executor: str = "local", ray_address: str | None = None
+    ) -> GridReport:
+        todo = [spec for spec in specs if self._start(spec)]
+        if self.report.skipped:
+            log.info("skipping %d finished run(s); use --force to run them again", len(self.report.skipped))
+        if not todo:
+            return self.report
+        with tqdm(total=len(todo), desc="grid", unit="run") as bar:
+            if executor == "ray":
+                self._run_ray(todo, bar, ray_address)
+            elif jobs > 1:
+                self._run_processes(todo, bar, jobs)
+            else:
+                self._run_here(todo, bar)
+        return self.report
+
+    def _run_here(self, todo: Sequence[RunSpec], bar) -> None:
+        for spec in todo:
+            recorder = StoreRecorder(self.store, self.run_ids[spec.label])
+            self._record(*_guarded(spec, recorder, self.output_root))
+            bar.update(1)
+
+    def _apply(self, message: tuple) -> None:
+        label, method, args = message
+        apply_message(StoreRecorder(self.store, self.run_ids[label]), method, args)
+
+    def _run_processes(self, todo: Sequence[RunSpec], bar, jobs: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        with context.Manager() as manager, context.Pool(jobs) as pool:
+            messages = manager.Queue()
+            pending = [
+                pool.apply_async(_worker, (spec, str(self.output_root), messages.put)) for spec in todo
+            ]
+            while pending:
+                try:
+                    self._apply(messages.get(timeout=0.5))
+                    continue
+                except queue_module.Empty:
+                    pass
+                for result in [r for r in pending if r.ready()]:
+                    pending.remove(result)
+                    while not messages.empty():  # everything the run sent comes before its end
+                        self._apply(messages.get())
+                    self._record(*result.get())
+                    bar.update(1)
+
+    def _run_ray(self, todo: Sequence[RunSpec], bar, ray_address: str | None) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            if ray_address:
+                ray.init(address=ray_address)
+            else:
+                ray.init(
+                    num_cpus=max(1, multiprocessing.cpu_count()), include_dashboard=False, log_to_driver=False
+                )
+        remote = ray.remote(num_cpus=1)(_ray_task)
+        futures = {remote.remote(spec, str(self.output_root)): spec.label for spec in todo}
+        while futures:
+            done, _ = ray.wait(list(futures), num_returns=1)
+            for future in done:
+                futures.pop(future)
+                messages, (label, outcome, error) = ray.get(future)
+                for message in messages:
+                    self._apply(message)
+                self._record(label, outcome, error)
+                bar.update(1)
+
+
+def _ray_task(spec: RunSpec, output_root: str) -> tuple[list, tuple]:
+    """A run as a Ray task: its messages come back with its result to the one writer."""
+    recorder_messages: list = []
+    result = _worker(spec, output_root, recorder_messages.append)
+    return recorder_messages, result

@@ -1,0 +1,65 @@
+"""Where a run's results go while it runs: straight into the store, or to the one writer process.
+
+The store has a single writer. A run executed in the writer's own process records directly;
+a run in a worker process (``--jobs``) or a Ray task sends messages the writer applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Recorder(Protocol):
+    def metrics(self, iteration: int, split: str, values: dict[str, float]) -> None: ...
+
+    def generations(self, iteration: int, split: str, rows: list[dict[str, Any]]) -> None: ...
+
+    def checkpoint(self, iteration: int) -> None: ...
+
+
+@dataclass
+class StoreRecorder:
+    """Writes to the store now (the run runs in the writer process)."""
+
+    store: Any
+    run_id: int
+
+    def metrics(self, iteration: int, split: str, values: dict[str, float]) -> None:
+        self.store.log_metrics(self.run_id, iteration, split, values)
+
+    def generations(self, iteration: int, split: str, rows: list[dict[str, Any]]) -> None:
+        self.store.add_generations(self.run_id, iteration, split, rows)
+
+    def checkpoint(self, iteration: int) -> None:
+        self.store.set_checkpoint(self.run_id, iteration)
+
+
+@dataclass
+class MessageRecorder:
+    """Collects ``(method, args)`` messages for the writer; ``send`` forwards each (a queue's put)."""
+
+    key: str
+    send: Any = None
+    messages: list[tuple[str, tuple]] = field(default_factory=list)
+
+    def _emit(self, method: str, *args: Any) -> None:
+        message = (self.key, method, args)
+        if self.send is not None:
+            self.send(message)
+        else:
+            self.messages.append(message)
+
+    def metrics(self, iteration: int, split: str, values: dict[str, float]) -> None:
+        self._emit("metrics", iteration, split, values)
+
+    def generations(self, iteration: int, split: str, rows: list[dict[str, Any]]) -> None:
+        self._emit("generations", iteration, split, rows)
+
+    def checkpoint(self, iteration: int) -> None:
+        self._emit("checkpoint", iteration)
+
+
+def apply_message(recorder: Recorder, method: str, args: tuple) -> None:
+    """Replay a worker's message on the writer's recorder."""
+    getattr(recorder, method)(*args)
