@@ -20,6 +20,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from grue_bench.runner.grid import RunSpec
+from grue_bench.store import BEFORE_TRAINING
 from grue_bench.runner.recorder import Recorder
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,9 @@ class RunFailure(Exception):
 class RunOutcome:
     """What the writer stores when the run is finished, in the same transaction."""
 
+    final_iteration: int
     final_metrics: dict[str, dict[str, float]]
-    final_generations: list[tuple[int, str, list[dict[str, Any]]]]
+    final_generations: dict[str, list[dict[str, Any]]]
     model_name: str
     duration_s: float
     skipped_metrics: dict[str, str] = field(default_factory=dict)
@@ -106,8 +108,8 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     lm.to(device)
     if not resuming:
-        table, _ = run.evaluate(lm, tokenizer, model_type, pools["test"], "test", 0, device)
-        recorder.metrics(0, "test", table)
+        table, _ = run.evaluate(lm, tokenizer, model_type, pools["test"], "test", BEFORE_TRAINING, device)
+        recorder.metrics(BEFORE_TRAINING, "test", table)
 
     if spec.warm_start or spec.alg == "supervised":
         warm = out / "warm_start"
@@ -171,11 +173,11 @@ def _finish(
 ) -> RunOutcome:
     """Final validation and test evaluations, the final model on disk; results for the writer."""
     final: dict[str, dict[str, float]] = {}
-    generations = []
+    generations: dict[str, list[dict[str, Any]]] = {}
     for split in ("validation", "test"):
-        table, rows = run.evaluate(lm, tokenizer, model_type, pools[split], split, n_iters, device)
-        final[split] = table
-        generations.append((n_iters, split, rows))
+        final[split], generations[split] = run.evaluate(
+            lm, tokenizer, model_type, pools[split], split, n_iters, device
+        )
     lm.save_pretrained(run.out / "model")
     tokenizer.save_pretrained(run.out / "model")
-    return RunOutcome(final, generations, model_name, time.perf_counter() - started, run.skipped)
+    return RunOutcome(n_iters, final, generations, model_name, time.perf_counter() - started, run.skipped)

@@ -1,0 +1,644 @@
+"""The SQLite results store: every run, curve, metric and generation of the benchmark.
+
+One file, opened through sqlite-utils, in WAL mode with a busy timeout, so several processes can
+write to it at once. Every write is one ``BEGIN IMMEDIATE`` transaction: a run is only marked
+finished together with its final rows.
+
+Iterations: ``BEFORE_TRAINING`` (-1) is the evaluation of the initial model, 0..n-1 are training
+iterations, and the evaluation after training is logged at iteration n (the iterations completed),
+so a run's final score on a split is its value at the largest iteration.
+
+Runs: ``start_run`` on a key already stored resumes a 'running' or 'failed' run (its rows, start
+time, provenance and checkpoint are kept), returns a finished one unchanged (the caller skips it),
+and with ``force=True`` deletes the run's metrics and generations and starts it afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import platform
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from sqlite_utils import Database
+
+from grue_bench.errors import GrueError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+BEFORE_TRAINING = -1
+"""The iteration at which the initial model is evaluated."""
+SPLITS = ("train", "validation", "test", "rollout")
+STATUSES = ("running", "finished", "failed", "submitted")
+DONE = ("finished", "submitted")
+"""Statuses of a run whose results are complete: re-running skips it."""
+
+# Closed sets are CHECKed, so a bad row never lands; changing a table means a new SCHEMA_VERSION.
+SCHEMA = [
+    "CREATE TABLE schema_version (version INTEGER NOT NULL)",
+    # One row per (task, alg, seed, config hash): a benchmark run or a scored submission.
+    """CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE,
+        task TEXT NOT NULL,
+        task_version INTEGER,
+        alg TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        profile TEXT NOT NULL,
+        model TEXT,
+        config TEXT NOT NULL,
+        config_hash TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'submitted')),
+        source TEXT NOT NULL CHECK (source IN ('run', 'submission')),
+        git_commit TEXT,
+        versions TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        duration_s REAL,
+        error TEXT,
+        output_dir TEXT,
+        last_checkpoint_iteration INTEGER,
+        submission TEXT
+    )""",
+    "CREATE INDEX runs_task_alg ON runs (task, alg, seed)",
+    "CREATE INDEX runs_status ON runs (status)",
+    # Scalars per iteration; the primary key order serves curves (run, split, name by iteration).
+    """CREATE TABLE metrics (
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        split TEXT NOT NULL CHECK (split IN ('train', 'validation', 'test', 'rollout')),
+        name TEXT NOT NULL,
+        iteration INTEGER NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (run_id, split, name, iteration)
+    ) WITHOUT ROWID""",
+    # Generated text per sample; "references" is a JSON list of strings.
+    """CREATE TABLE generations (
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        split TEXT NOT NULL CHECK (split IN ('train', 'validation', 'test', 'rollout')),
+        iteration INTEGER NOT NULL,
+        sample_id TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        text TEXT NOT NULL,
+        "references" TEXT NOT NULL,
+        PRIMARY KEY (run_id, split, iteration, sample_id)
+    ) WITHOUT ROWID""",
+    # Crowd ratings ingested from MTurk results; run_id is null for systems outside the store.
+    # Unique per (assignment, sample, system, axis) so re-ingesting a results file is idempotent.
+    """CREATE TABLE human_ratings (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+        task TEXT NOT NULL,
+        sample_id TEXT NOT NULL,
+        system TEXT NOT NULL,
+        worker_id TEXT NOT NULL,
+        assignment_id TEXT NOT NULL,
+        axis TEXT NOT NULL,
+        rating REAL NOT NULL,
+        batch_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (assignment_id, sample_id, system, axis)
+    )""",
+    "CREATE INDEX human_ratings_task_system ON human_ratings (task, system)",
+    "CREATE INDEX human_ratings_run ON human_ratings (run_id)",
+    # Submitted result folders (baselines/<name>/); meta is the submission's JSON metadata.
+    """CREATE TABLE submissions (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        path TEXT NOT NULL,
+        meta TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+]
+
+MIGRATIONS: dict[int, Callable[[Database], None]] = {}
+"""Migration from schema version N to N+1, keyed by N; applied in one transaction on open."""
+
+_METRIC_PK = ("run_id", "split", "name", "iteration")
+_GENERATION_PK = ("run_id", "split", "iteration", "sample_id")
+
+
+class Generation(TypedDict):
+    """One generated sample, as given to ``add_generations``."""
+
+    sample_id: str
+    prompt: str
+    text: str
+    references: list[str]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of ``runs``, with its JSON columns parsed."""
+
+    id: int
+    key: str
+    task: str
+    task_version: int | None
+    alg: str
+    seed: int
+    profile: str
+    model: str | None
+    config: dict[str, Any]
+    config_hash: str
+    status: str
+    source: str
+    git_commit: str | None
+    versions: dict[str, Any]
+    started_at: str
+    finished_at: str | None
+    duration_s: float | None
+    error: str | None
+    output_dir: str | None
+    last_checkpoint_iteration: int | None
+    submission: dict[str, Any] | None
+
+    @property
+    def done(self) -> bool:
+        """Whether the run's results are complete (re-running skips it)."""
+        return self.status in DONE
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RunRecord:
+        """Build from a ``runs`` row."""
+        values = {f.name: row[f.name] for f in fields(cls)}
+        for name in ("config", "versions", "submission"):
+            if values[name] is not None:
+                values[name] = json.loads(values[name])
+        return cls(**values)
+
+
+def run_key(task: str, alg: str, seed: int, config_hash: str) -> str:
+    """The identity of a run: sha256 of ``task|alg|seed|config_hash``."""
+    return hashlib.sha256(f"{task}|{alg}|{seed}|{config_hash}".encode()).hexdigest()
+
+
+class Store:
+    """A results store file; safe to open from several processes at once."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0):
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise GrueError(
+                "is a directory, not a results store file",
+                source=str(self.path),
+                fix="give a file path such as results/grue.db",
+            )
+        if not hasattr(Database, "atomic"):  # 3.x commits inside our transactions: no atomic finish
+            raise GrueError(
+                "the results store needs sqlite-utils 4 or newer", fix="pip install -U 'sqlite-utils>=4'"
+            )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # sqlite3's timeout is SQLite's busy_timeout: a writer waits for the lock instead of failing.
+        conn = sqlite3.connect(self.path, timeout=busy_timeout_s)
+        try:
+            self.db = Database(conn)
+            self.db.enable_wal()
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._open_schema()
+        except sqlite3.DatabaseError as error:
+            conn.close()
+            raise self._open_error(error) from error
+        except BaseException:
+            conn.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """One write transaction (``BEGIN IMMEDIATE``); nested blocks become savepoints."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            with self.db.atomic():
+                yield self.db
+            return
+        # IMMEDIATE takes the write lock up front, waiting up to busy_timeout; a deferred BEGIN that
+        # reads then writes can fail at once with "database is locked" when another process wrote.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.rollback()
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            self.db.rollback()
+            raise
+
+    # --- runs ---------------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        *,
+        task: str,
+        task_version: int | None,
+        alg: str,
+        seed: int,
+        profile: str,
+        model: str | None,
+        config: dict[str, Any],
+        config_hash: str,
+        output_dir: str | Path | None = None,
+        source: str = "run",
+        submission: dict[str, Any] | None = None,
+        force: bool = False,
+    ) -> RunRecord:
+        """Insert a 'running' run; one with the same key is resumed, or returned as is if done."""
+        key = run_key(task, alg, seed, config_hash)
+        environment = environment_info()
+        row = {
+            "key": key,
+            "task": task,
+            "task_version": task_version,
+            "alg": alg,
+            "seed": seed,
+            "profile": profile,
+            "model": model,
+            "config": json.dumps(config, sort_keys=True),
+            "config_hash": config_hash,
+            "status": "running",
+            "source": source,
+            "git_commit": environment.pop("git_commit"),
+            "versions": json.dumps(environment, sort_keys=True),
+            "started_at": _now(),
+            "finished_at": None,
+            "duration_s": None,
+            "error": None,
+            "output_dir": None if output_dir is None else str(output_dir),
+            "last_checkpoint_iteration": None,
+            "submission": None if submission is None else json.dumps(submission, sort_keys=True),
+        }
+        with self.transaction():
+            existing = self._run_row("key", key)
+            if existing is None:
+                self.db["runs"].insert(row)
+                log.info("run %s started: %s %s seed %d", key[:10], task, alg, seed)
+            elif force:
+                self.db["metrics"].delete_where("run_id = ?", [existing["id"]])
+                self.db["generations"].delete_where("run_id = ?", [existing["id"]])
+                self.db["runs"].update(existing["id"], row)
+                log.info("run %s restarted (force): earlier rows deleted", key[:10])
+            elif existing["status"] in DONE:
+                log.info("run %s is %s: skipped", key[:10], existing["status"])
+                return RunRecord.from_row(existing)
+            else:
+                # Resume: keep the first attempt's start time, provenance and checkpoint.
+                resumed = {"status": "running", "error": None, "finished_at": None, "duration_s": None}
+                self.db["runs"].update(existing["id"], resumed)
+                log.info(
+                    "run %s resumed (was %s, checkpoint %s)",
+                    key[:10],
+                    existing["status"],
+                    existing["last_checkpoint_iteration"],
+                )
+            record = self._run_row("key", key)
+        assert record is not None
+        return RunRecord.from_row(record)
+
+    def get_run(self, key: str) -> RunRecord | None:
+        """The run with this key, or None."""
+        row = self._run_row("key", key)
+        return None if row is None else RunRecord.from_row(row)
+
+    def runs(
+        self, task: str | None = None, alg: str | None = None, status: str | None = None
+    ) -> list[RunRecord]:
+        """Runs matching every filter given, ordered by task, alg, seed."""
+        given = {
+            column: value for column, value in (("task", task), ("alg", alg), ("status", status)) if value
+        }
+        where = " AND ".join(f"{column} = :{column}" for column in given)
+        rows = self.db["runs"].rows_where(where or None, given or None, order_by="task, alg, seed, id")
+        return [RunRecord.from_row(row) for row in rows]
+
+    def set_checkpoint(self, run_id: int, iteration: int) -> None:
+        """Record the last iteration whose checkpoint is saved (where a resume starts)."""
+        with self.transaction():
+            self.db["runs"].update(run_id, {"last_checkpoint_iteration": iteration})
+
+    def finish_run(
+        self,
+        run_id: int,
+        *,
+        iteration: int | None = None,
+        final_metrics: Mapping[str, Mapping[str, float]] | None = None,
+        generations: Mapping[str, Sequence[Generation]] | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Write the final rows (per split, at ``iteration``) and mark the run done, atomically;
+        ``model`` records what was trained (known once the run has loaded it)."""
+        if (final_metrics or generations) and iteration is None:
+            raise ValueError("finish_run needs iteration= to write final metrics or generations")
+        checked = {
+            split: _checked_metrics(run_id, iteration, split, values)
+            for split, values in (final_metrics or {}).items()
+        }
+        with self.transaction():
+            for split, values in checked.items():
+                self._write_metrics(run_id, iteration, split, values)
+            for split, rows in (generations or {}).items():
+                self._write_generations(run_id, iteration, split, rows)
+            row = self._require_run(run_id)
+            if model is not None:
+                self.db["runs"].update(run_id, {"model": model})
+            status = "submitted" if row["source"] == "submission" else "finished"
+            self._set_status(row, status)
+        log.info("run %s %s", row["key"][:10], status)
+
+    def fail_run(self, run_id: int, error: str) -> None:
+        """Mark a run failed with its error (a later start resumes it)."""
+        with self.transaction():
+            row = self._require_run(run_id)
+            self._set_status(row, "failed", error=error)
+        log.warning("run %s failed: %s", row["key"][:10], _first_line(error))
+
+    # --- metrics and generations --------------------------------------------------------------
+
+    def log_metrics(self, run_id: int, iteration: int, split: str, values: Mapping[str, float]) -> None:
+        """Write scalars for one (iteration, split); rewriting a point replaces it."""
+        checked = _checked_metrics(run_id, iteration, split, values)
+        with self.transaction():
+            self._write_metrics(run_id, iteration, split, checked)
+
+    def add_generations(self, run_id: int, iteration: int, split: str, rows: Sequence[Generation]) -> None:
+        """Write generated samples for one (iteration, split); rewriting a sample replaces it."""
+        with self.transaction():
+            self._write_generations(run_id, iteration, split, rows)
+
+    def curves(self, run_id: int, split: str) -> dict[str, list[tuple[int, float]]]:
+        """Each metric of a run's split as (iteration, value) pairs, by iteration."""
+        result: dict[str, list[tuple[int, float]]] = {}
+        rows = self.db.execute(
+            "SELECT name, iteration, value FROM metrics WHERE run_id = ? AND split = ? "
+            "ORDER BY name, iteration",
+            [run_id, split],
+        )
+        for name, iteration, value in rows:
+            result.setdefault(name, []).append((iteration, value))
+        return result
+
+    def metrics_table(self) -> pd.DataFrame:
+        """Every metric row joined with its run's identity, as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.read_sql_query(
+            """SELECT m.run_id, r.key, r.task, r.task_version, r.alg, r.seed, r.profile, r.model,
+                      r.config_hash, r.status, r.source, m.split, m.name, m.iteration, m.value
+               FROM metrics AS m JOIN runs AS r ON r.id = m.run_id
+               ORDER BY r.task, r.alg, r.seed, m.run_id, m.split, m.name, m.iteration""",
+            self.db.conn,
+        )
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _open_schema(self) -> None:
+        with self.transaction():
+            tables = {name for name in self.db.table_names() if not name.startswith("sqlite_")}
+            if "schema_version" not in tables:
+                if tables:
+                    raise GrueError(
+                        f"is a SQLite database but not a GRUE Bench results store (tables: "
+                        f"{', '.join(sorted(tables))})",
+                        source=str(self.path),
+                        fix="choose another store path; GRUE Bench creates the file itself",
+                    )
+                for statement in SCHEMA:
+                    self.db.execute(statement)
+                self.db["schema_version"].insert({"version": SCHEMA_VERSION})
+                log.info("created results store %s (schema version %d)", self.path, SCHEMA_VERSION)
+                return
+            version = self.db.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+            if version is None or version > SCHEMA_VERSION:
+                raise GrueError(
+                    f"has schema version {version}, newer than this GRUE Bench's ({SCHEMA_VERSION})",
+                    source=str(self.path),
+                    fix="upgrade GRUE Bench (pip install -U grue-bench) or use another store file",
+                )
+            if version < SCHEMA_VERSION:
+                self._migrate(version)
+
+    def _migrate(self, version: int) -> None:
+        if any(step not in MIGRATIONS for step in range(version, SCHEMA_VERSION)):
+            raise GrueError(
+                f"has schema version {version}, which this GRUE Bench (schema version "
+                f"{SCHEMA_VERSION}) cannot migrate",
+                source=str(self.path),
+                fix="open it with the GRUE Bench release that wrote it, or start a new store file",
+            )
+        for step in range(version, SCHEMA_VERSION):
+            MIGRATIONS[step](self.db)
+        self.db.execute("UPDATE schema_version SET version = ?", [SCHEMA_VERSION])
+        log.info("migrated %s from schema version %d to %d", self.path, version, SCHEMA_VERSION)
+
+    def _open_error(self, error: sqlite3.DatabaseError) -> GrueError:
+        not_a_database = getattr(error, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_NOTADB", 26)
+        if not_a_database or "file is not a database" in str(error):
+            return GrueError(
+                "is not a SQLite database",
+                source=str(self.path),
+                fix="point the store (the config's 'store' key or --store) at a new path or at a "
+                "store GRUE Bench created; move this file away if it was written by something else",
+            )
+        return GrueError(
+            f"cannot open the results store: {error}",
+            source=str(self.path),
+            fix="check that the file and its folder are writable and on a local file system",
+        )
+
+    def _run_row(self, column: str, value: object) -> dict[str, Any] | None:
+        return next(self.db["runs"].rows_where(f"{column} = ?", [value]), None)
+
+    def _require_run(self, run_id: int) -> dict[str, Any]:
+        row = self._run_row("id", run_id)
+        if row is None:
+            raise KeyError(f"no run with id {run_id} in {self.path}")
+        return row
+
+    def _set_status(self, row: Mapping[str, Any], status: str, error: str | None = None) -> None:
+        finished = datetime.now(timezone.utc)
+        duration = (finished - datetime.fromisoformat(row["started_at"])).total_seconds()
+        changes = {"status": status, "error": error, "finished_at": _now(finished), "duration_s": duration}
+        self.db["runs"].update(row["id"], changes)
+
+    def _write_metrics(self, run_id: int, iteration: int, split: str, values: Mapping[str, float]) -> None:
+        rows = [
+            {"run_id": run_id, "split": split, "name": name, "iteration": iteration, "value": value}
+            for name, value in values.items()
+        ]
+        if rows:
+            self.db["metrics"].upsert_all(rows, pk=_METRIC_PK)
+
+    def _write_generations(self, run_id: int, iteration: int, split: str, rows: Sequence[Generation]) -> None:
+        _check_split(split)
+        records = [
+            {
+                "run_id": run_id,
+                "split": split,
+                "iteration": iteration,
+                "sample_id": str(row["sample_id"]),
+                "prompt": row["prompt"],
+                "text": row["text"],
+                "references": json.dumps(list(row["references"])),
+            }
+            for row in rows
+        ]
+        if records:
+            self.db["generations"].upsert_all(records, pk=_GENERATION_PK)
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r} is not one of {', '.join(SPLITS)}")
+
+
+def _checked_metrics(
+    run_id: int, iteration: int, split: str, values: Mapping[str, float]
+) -> dict[str, float]:
+    """The values as floats; a non-finite or non-numeric one is a GrueError naming the metric."""
+    _check_split(split)
+    checked = {}
+    for name, value in values.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number):
+            raise GrueError(
+                f"metric '{name}' is {value!r} (run {run_id}, iteration {iteration}, split {split}); "
+                "the store keeps finite numbers only",
+                key=name,
+                fix="drop or repair this metric before logging it",
+            )
+        checked[name] = number
+    return checked
+
+
+def _now(moment: datetime | None = None) -> str:
+    return (moment or datetime.now(timezone.utc)).isoformat(timespec="milliseconds")
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+# --- provenance -------------------------------------------------------------------------------
+
+
+def environment_info(cwd: str | Path | None = None) -> dict[str, Any]:
+    """Python, platform, installed versions of key packages and the git commit of ``cwd``."""
+    from grue_bench import __version__
+
+    info: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
+    for package in ("torch", "transformers", "datasets"):
+        with suppress(metadata.PackageNotFoundError):
+            info[package] = metadata.version(package)
+    info["grue_bench"] = __version__
+    info["git_commit"] = git_commit(Path.cwd() if cwd is None else Path(cwd))
+    return info
+
+
+def git_commit(folder: Path) -> str | None:
+    """The commit checked out in the git work tree holding ``folder``, or None (read from .git)."""
+    try:
+        for candidate in (folder.resolve(), *folder.resolve().parents):
+            dot_git = candidate / ".git"
+            if dot_git.is_dir():
+                return _head_commit(dot_git)
+            if dot_git.is_file():  # a worktree or submodule: ".git" names the real git dir
+                text = dot_git.read_text().strip()
+                if not text.startswith("gitdir:"):
+                    return None
+                return _head_commit((candidate / text.removeprefix("gitdir:").strip()).resolve())
+    except OSError as error:
+        log.debug("no git commit for %s: %s", folder, error)
+    return None
+
+
+def _head_commit(git_dir: Path) -> str | None:
+    head = (git_dir / "HEAD").read_text().strip()
+    if not head.startswith("ref:"):
+        return head or None  # detached HEAD
+    ref = head.removeprefix("ref:").strip()
+    common = git_dir
+    if (git_dir / "commondir").is_file():
+        common = (git_dir / (git_dir / "commondir").read_text().strip()).resolve()
+    for base in (git_dir, common):
+        if (base / ref).is_file():
+            return (base / ref).read_text().strip()
+    packed = common / "packed-refs"
+    if packed.is_file():
+        for line in packed.read_text().splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                return sha
+    return None  # an unborn branch, or refs in a format we do not read (reftable)
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+
+def format_runs(records: Sequence[RunRecord]) -> str:
+    """A plain text table of runs for ``grue runs``."""
+    if not records:
+        return "no runs"
+    header = ("key", "task", "alg", "seed", "profile", "status", "duration", "error")
+    rows = [
+        (
+            r.key[:10],
+            r.task,
+            r.alg,
+            str(r.seed),
+            r.profile,
+            r.status,
+            _format_duration(r.duration_s),
+            _truncate(_first_line(r.error), 60),
+        )
+        for r in records
+    ]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
+    ]
+    return "\n".join(lines)
+
+
+def _format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def _truncate(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,390 @@
+"""The SQLite results store: schema, run lifecycle, atomic finishing and concurrent writers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from grue_bench import store as store_module
+from grue_bench.errors import GrueError
+from grue_bench.store import BEFORE_TRAINING, Store, environment_info, format_runs, git_commit, run_key
+
+
+def start(store: Store, *, seed: int = 0, alg: str = "ppo", task: str = "imdb", **kwargs):
+    """Start (or reuse) a run with small defaults."""
+    return store.start_run(
+        task=task,
+        task_version=1,
+        alg=alg,
+        seed=seed,
+        profile="tiny",
+        model="tiny-gpt2",
+        config={"alg": {"id": alg}},
+        config_hash="abc123",
+        **kwargs,
+    )
+
+
+def count(store: Store, table: str, run_id: int) -> int:
+    return store.db.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with Store(tmp_path / "results" / "grue.db") as opened:
+        yield opened
+
+
+# --- opening ----------------------------------------------------------------------------------
+
+
+def test_create_and_reopen(tmp_path: Path):
+    path = tmp_path / "grue.db"
+    with Store(path) as first:
+        run = start(first, output_dir=tmp_path / "out")
+        first.log_metrics(run.id, 0, "train", {"loss": 1.5})
+    with Store(path) as second:
+        again = second.get_run(run.key)
+        assert again == run
+        assert again.config == {"alg": {"id": "ppo"}}
+        assert again.output_dir == str(tmp_path / "out")
+        assert {"python", "platform", "grue_bench"} <= set(again.versions)
+        assert second.curves(run.id, "train") == {"loss": [(0, 1.5)]}
+        assert second.db.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        assert second.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert second.db.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
+        assert second.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def set_schema_version(path: Path, version: int) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE schema_version SET version = ?", [version])
+    conn.close()
+
+
+def test_newer_schema_version_is_refused(tmp_path: Path):
+    path = tmp_path / "grue.db"
+    Store(path).close()
+    set_schema_version(path, 7)
+    with pytest.raises(GrueError) as caught:
+        Store(path)
+    message = str(caught.value)
+    assert str(path) in message and "7" in message and "(1)" in message
+    assert "upgrade" in message
+
+
+def test_older_schema_version_without_migration_is_refused(tmp_path: Path):
+    path = tmp_path / "grue.db"
+    Store(path).close()
+    set_schema_version(path, 0)
+    with pytest.raises(GrueError, match="cannot migrate") as caught:
+        Store(path)
+    assert str(path) in str(caught.value)
+
+
+def test_older_schema_version_is_migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "grue.db"
+    Store(path).close()
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(
+        store_module, "MIGRATIONS", {1: lambda db: db.execute("ALTER TABLE runs ADD note TEXT")}
+    )
+    with Store(path) as migrated:
+        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert "note" in migrated.db["runs"].columns_dict
+
+
+def test_a_file_that_is_not_sqlite_is_named(tmp_path: Path):
+    path = tmp_path / "notes.db"
+    path.write_text("these are my notes, not a database\n" * 100)
+    with pytest.raises(GrueError) as caught:
+        Store(path)
+    message = str(caught.value)
+    assert str(path) in message and "not a SQLite database" in message and "fix:" in message
+    assert path.read_text().startswith("these are my notes")  # left untouched
+
+
+def test_a_foreign_sqlite_database_is_refused(tmp_path: Path):
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    conn.close()
+    with pytest.raises(GrueError, match=r"not a GRUE Bench results store.*invoices"):
+        Store(path)
+
+
+# --- run lifecycle ----------------------------------------------------------------------------
+
+
+def test_run_key_is_stable_and_distinguishes_each_part():
+    key = run_key("imdb", "ppo", 0, "abc")
+    assert key == run_key("imdb", "ppo", 0, "abc") and len(key) == 64
+    others = {
+        run_key("imdb", "nlpo", 0, "abc"),
+        run_key("imdb", "ppo", 1, "abc"),
+        run_key("cg", "ppo", 0, "abc"),
+    }
+    assert key not in others and len(others) == 3
+
+
+def test_start_resume_finish_and_force(store: Store):
+    run = start(store)
+    assert run.status == "running" and run.source == "run" and run.key == run_key("imdb", "ppo", 0, "abc123")
+
+    store.set_checkpoint(run.id, 4)
+    store.log_metrics(run.id, 3, "train", {"loss": 0.4})
+    store.fail_run(run.id, "CUDA out of memory\ntraceback ...")
+    failed = store.get_run(run.key)
+    assert failed.status == "failed" and failed.error.startswith("CUDA") and failed.finished_at
+
+    resumed = start(store)  # a failed run is resumed from its checkpoint, keeping its rows
+    assert resumed.id == run.id and resumed.status == "running"
+    assert resumed.error is None and resumed.finished_at is None and resumed.duration_s is None
+    assert resumed.last_checkpoint_iteration == 4 and resumed.started_at == run.started_at
+    assert count(store, "metrics", run.id) == 1
+    assert start(store).id == run.id  # a running one too
+
+    store.finish_run(run.id)
+    finished = store.get_run(run.key)
+    assert finished.status == "finished" and finished.done and finished.duration_s >= 0
+    assert start(store) == finished  # a finished run is returned unchanged: the caller skips it
+
+    store.add_generations(
+        run.id, 5, "test", [{"sample_id": "a", "prompt": "p", "text": "t", "references": []}]
+    )
+    forced = start(store, force=True)
+    assert forced.id == run.id and forced.status == "running"
+    assert forced.last_checkpoint_iteration is None and forced.finished_at is None
+    assert count(store, "metrics", run.id) == 0 and count(store, "generations", run.id) == 0
+    assert len(store.runs()) == 1
+
+
+def test_a_submission_finishes_as_submitted(store: Store):
+    run = start(store, source="submission", submission={"name": "my-baseline", "authors": ["A"]})
+    store.finish_run(run.id, iteration=0, final_metrics={"test": {"rouge2": 0.1}})
+    done = store.get_run(run.key)
+    assert done.status == "submitted" and done.done and done.submission["name"] == "my-baseline"
+    assert start(store, source="submission").status == "submitted"
+
+
+def test_finishing_an_unknown_run_is_an_error(store: Store):
+    with pytest.raises(KeyError, match="no run with id 99"):
+        store.finish_run(99)
+
+
+def test_runs_filters(store: Store):
+    for alg in ("ppo", "nlpo"):
+        for seed in (0, 1):
+            start(store, alg=alg, seed=seed)
+    start(store, task="cg", alg="ppo", seed=0)
+    store.fail_run(store.runs(alg="nlpo")[0].id, "boom")
+
+    assert len(store.runs()) == 5
+    assert [(r.alg, r.seed) for r in store.runs(task="imdb", alg="ppo")] == [("ppo", 0), ("ppo", 1)]
+    assert [r.task for r in store.runs(alg="ppo")] == ["cg", "imdb", "imdb"]
+    assert [(r.alg, r.seed) for r in store.runs(status="failed")] == [("nlpo", 0)]
+    assert store.runs(task="imdb", alg="nlpo", status="running")[0].seed == 1
+    assert store.runs(task="nothing") == []
+
+
+# --- metrics and generations ------------------------------------------------------------------
+
+
+def test_rewriting_a_metric_point_replaces_it(store: Store):
+    run = start(store)
+    store.log_metrics(run.id, 2, "validation", {"rouge1": 0.2, "bleu": 0.1})
+    store.log_metrics(run.id, 2, "validation", {"rouge1": 0.3})  # e.g. after a resume
+    assert store.curves(run.id, "validation") == {"bleu": [(2, 0.1)], "rouge1": [(2, 0.3)]}
+    assert count(store, "metrics", run.id) == 2
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), "high"])
+def test_a_non_finite_metric_is_rejected_by_name(store: Store, bad):
+    run = start(store)
+    with pytest.raises(GrueError, match="'train/kl_to_ref'") as caught:
+        store.log_metrics(run.id, 1, "train", {"train/loss": 0.5, "train/kl_to_ref": bad})
+    assert caught.value.problems[0].key == "train/kl_to_ref"
+    assert count(store, "metrics", run.id) == 0  # nothing of the call is written
+
+
+def test_curves_by_split_and_iteration(store: Store):
+    run = start(store)
+    for iteration in (2, 0, 1):
+        store.log_metrics(run.id, iteration, "rollout", {"reward": iteration / 10, "length": 20 + iteration})
+    store.log_metrics(run.id, BEFORE_TRAINING, "test", {"rouge1": 0.1})
+    store.log_metrics(run.id, 3, "test", {"rouge1": 0.4})
+    assert store.curves(run.id, "rollout") == {
+        "length": [(0, 20.0), (1, 21.0), (2, 22.0)],
+        "reward": [(0, 0.0), (1, 0.1), (2, 0.2)],
+    }
+    assert store.curves(run.id, "test") == {"rouge1": [(-1, 0.1), (3, 0.4)]}
+    assert store.curves(run.id, "train") == {}
+
+
+def test_generations_are_stored_and_replaced(store: Store):
+    run = start(store)
+    rows = [
+        {"sample_id": str(i), "prompt": f"p{i}", "text": f"t{i}", "references": [f"r{i}"]} for i in range(3)
+    ]
+    store.add_generations(run.id, 0, "validation", rows)
+    store.add_generations(run.id, 0, "validation", [{**rows[0], "text": "better"}])
+    stored = store.db.execute(
+        'SELECT sample_id, text, "references" FROM generations WHERE run_id = ? ORDER BY sample_id', [run.id]
+    ).fetchall()
+    assert stored == [("0", "better", '["r0"]'), ("1", "t1", '["r1"]'), ("2", "t2", '["r2"]')]
+    with pytest.raises(ValueError, match="split 'dev'"):
+        store.add_generations(run.id, 0, "dev", rows)
+
+
+def test_metrics_table_joins_runs(store: Store):
+    for seed in (0, 1):
+        run = start(store, seed=seed)
+        store.log_metrics(run.id, 0, "test", {"rouge1": 0.1 * (seed + 1)})
+    table = store.metrics_table()
+    assert list(table.columns) == [
+        "run_id", "key", "task", "task_version", "alg", "seed", "profile", "model",
+        "config_hash", "status", "source", "split", "name", "iteration", "value",
+    ]  # fmt: skip
+    assert table["seed"].tolist() == [0, 1] and table["value"].tolist() == pytest.approx([0.1, 0.2])
+    assert set(table["task"]) == {"imdb"}
+
+
+# --- atomic finish ----------------------------------------------------------------------------
+
+
+def test_finish_run_writes_final_rows_with_the_status(store: Store):
+    run = start(store)
+    generation = {"sample_id": "s1", "prompt": "p", "text": "t", "references": ["r"]}
+    store.finish_run(
+        run.id, iteration=10, final_metrics={"test": {"rouge1": 0.5}}, generations={"test": [generation]}
+    )
+    assert store.get_run(run.key).status == "finished"
+    assert store.curves(run.id, "test") == {"rouge1": [(10, 0.5)]}
+    assert count(store, "generations", run.id) == 1
+    with pytest.raises(ValueError, match="iteration="):
+        store.finish_run(run.id, final_metrics={"test": {"rouge1": 0.5}})
+
+
+def assert_untouched(store: Store, run) -> None:
+    after = store.get_run(run.key)
+    assert after.status == "running" and after.finished_at is None
+    assert count(store, "metrics", run.id) == 0 and count(store, "generations", run.id) == 0
+
+
+def test_finish_run_is_all_or_nothing_when_a_row_fails(store: Store):
+    run = start(store)
+    good = {"sample_id": "s1", "prompt": "p", "text": "t", "references": ["r"]}
+    bad = {"sample_id": "s2", "prompt": "p", "text": None, "references": ["r"]}  # violates NOT NULL
+    with pytest.raises(sqlite3.IntegrityError):
+        store.finish_run(
+            run.id, iteration=10, final_metrics={"test": {"rouge1": 0.5}}, generations={"test": [good, bad]}
+        )
+    assert_untouched(store, run)
+
+
+def test_finish_run_is_all_or_nothing_when_marking_fails(store: Store, monkeypatch: pytest.MonkeyPatch):
+    run = start(store)
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed while marking the run finished")
+
+    monkeypatch.setattr(Store, "_set_status", crash)
+    generation = {"sample_id": "s1", "prompt": "p", "text": "t", "references": ["r"]}
+    with pytest.raises(RuntimeError, match="killed"):
+        store.finish_run(
+            run.id, iteration=10, final_metrics={"test": {"rouge1": 0.5}}, generations={"test": [generation]}
+        )
+    monkeypatch.undo()
+    assert_untouched(store, run)
+    store.log_metrics(run.id, 0, "train", {"loss": 1.0})  # the store is usable after the rollback
+    assert count(store, "metrics", run.id) == 1
+
+
+def test_a_non_finite_final_metric_leaves_the_run_running(store: Store):
+    run = start(store)
+    with pytest.raises(GrueError, match="'rouge1'"):
+        store.finish_run(run.id, iteration=3, final_metrics={"test": {"meteor": 0.2, "rouge1": float("nan")}})
+    assert_untouched(store, run)
+
+
+# --- concurrent writers -----------------------------------------------------------------------
+
+ROWS_PER_WRITER = 200
+
+
+def write_metrics_concurrently(path: str, seed: int, barrier) -> None:
+    """In a child process: open the (possibly new) store at the same moment as the other writer."""
+    barrier.wait()
+    with Store(path) as store:
+        run = start(store, seed=seed)
+        for iteration in range(ROWS_PER_WRITER):
+            store.log_metrics(run.id, iteration, "train", {"loss": float(iteration)})
+
+
+def test_two_processes_write_one_store_concurrently(tmp_path: Path):
+    path = str(tmp_path / "shared.db")
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(2)
+    writers = [
+        context.Process(target=write_metrics_concurrently, args=(path, seed, barrier)) for seed in (0, 1)
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=60)
+    assert [writer.exitcode for writer in writers] == [0, 0]  # a "database is locked" would exit 1
+    with Store(path) as store:
+        runs = store.runs()
+        assert [r.seed for r in runs] == [0, 1]
+        assert store.db.execute("SELECT count(*) FROM metrics").fetchone()[0] == 2 * ROWS_PER_WRITER
+        for run in runs:
+            assert store.curves(run.id, "train")["loss"][-1] == (ROWS_PER_WRITER - 1, ROWS_PER_WRITER - 1.0)
+
+
+# --- provenance and formatting ----------------------------------------------------------------
+
+
+def test_environment_info(tmp_path: Path):
+    info = environment_info(tmp_path)
+    assert info["python"].count(".") == 2 and info["platform"] and info["grue_bench"]
+    assert info["git_commit"] is None  # tmp_path is not a git checkout
+
+
+def test_git_commit_is_read_from_the_checkout(tmp_path: Path):
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    git_dir = tmp_path / ".git"
+    (git_dir / "refs" / "heads").mkdir(parents=True)
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    (git_dir / "refs" / "heads" / "main").write_text(sha + "\n")
+    nested = tmp_path / "src" / "pkg"
+    nested.mkdir(parents=True)
+    assert git_commit(nested) == sha
+
+    (git_dir / "refs" / "heads" / "main").unlink()  # after `git gc`, the ref is packed
+    (git_dir / "packed-refs").write_text(f"# pack-refs with: peeled\n{sha} refs/heads/main\n")
+    assert git_commit(tmp_path) == sha
+
+    (git_dir / "HEAD").write_text(sha[::-1] + "\n")  # detached
+    assert git_commit(tmp_path) == sha[::-1]
+
+
+def test_format_runs(store: Store):
+    assert format_runs([]) == "no runs"
+    ok = start(store, seed=0)
+    store.finish_run(ok.id)
+    bad = start(store, seed=1)
+    store.fail_run(bad.id, "ValueError: bad reward\n  at line 3")
+    lines = format_runs(store.runs()).splitlines()
+    assert lines[0].split() == ["key", "task", "alg", "seed", "profile", "status", "duration", "error"]
+    assert lines[1].split()[:6] == [ok.key[:10], "imdb", "ppo", "0", "tiny", "finished"]
+    assert lines[2].split()[:6] == [bad.key[:10], "imdb", "ppo", "1", "tiny", "failed"]
+    assert lines[2].endswith("ValueError: bad reward") and "line 3" not in lines[2]
+    assert len(lines) == 3
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(None, "-"), (4.25, "4.2s"), (125, "2m05s"), (7380, "2h03m")])
+def test_durations_are_readable(seconds, shown):
+    assert store_module._format_duration(seconds) == shown
