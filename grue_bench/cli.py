@@ -16,6 +16,7 @@ log = logging.getLogger("grue_bench")
 
 SUBCOMMANDS: dict[str, str] = {
     "run": "train and evaluate tasks x algorithms x seeds into a results store",
+    "runs": "list the runs in a results store",
     "ls": "list what is registered: tasks, datapools, rewards, metrics, algorithms, policies",
     "validate": "check config or task files and show the resolved config",
     "eval": "score a predictions file with a task's metric suite",

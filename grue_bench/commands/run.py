@@ -1,18 +1,77 @@
-"""Train and evaluate tasks x algorithms x seeds into a results store."""
+"""Train and evaluate tasks x algorithms x seeds into a SQLite store; resumes unfinished runs.
+
+With only --task, --alg and --seeds it runs on the embedded offline default (the tiny profile).
+Finished runs are skipped, unfinished ones resume from their last checkpoint (--force re-runs).
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STORE = "grue_results.sqlite"
+DEFAULT_OUTPUT = "grue_runs"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("--task", default="all", help="all (the seven GRUE tasks) or ids, comma-separated")
+    parser.add_argument(
+        "--alg", default="ppo", help="ids or chains, comma-separated: ppo,nlpo,supervised+ppo"
+    )
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=int, default=1, help="run seeds 0..N-1 (default 1)")
+    seeds.add_argument("--seed-list", help="explicit seeds, comma-separated")
+    parser.add_argument("--profile", default="tiny", help="tiny (offline, default), small or paper")
+    parser.add_argument(
+        "--config", type=Path, help="a config YAML (RL4LMs schema) merged over the task defaults"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. --set alg.args.learning_rate=1e-5 (repeatable)",
+    )
+    parser.add_argument("--store", type=Path, default=Path(DEFAULT_STORE), help="SQLite results store")
+    parser.add_argument("--output-dir", type=Path, default=Path(DEFAULT_OUTPUT), help="run artifacts folder")
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (local processes)")
+    parser.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
+    parser.add_argument("--ray-address", help="an existing Ray cluster (default: start a local Ray)")
+    parser.add_argument("--force", action="store_true", help="run again even finished runs")
 
 
 def run(args: argparse.Namespace) -> int:
-    from grue_bench.errors import NotAvailableError
+    from grue_bench.errors import GrueError
+    from grue_bench.runner.executor import GridExecutor
+    from grue_bench.runner.grid import build_specs, resolve_algs, resolve_seeds, resolve_tasks
+    from grue_bench.store import Store
 
-    raise NotAvailableError(
-        "'grue run' (the runner and results store) is not available in this version yet",
-        fix="see the README's roadmap; use 'grue ls' and 'grue validate' meanwhile",
+    if args.jobs < 1:
+        raise GrueError(f"--jobs must be at least 1, got {args.jobs}", source="--jobs", fix="e.g. --jobs 2")
+    specs = build_specs(
+        resolve_tasks(args.task),
+        resolve_algs(args.alg),
+        resolve_seeds(args.seeds, args.seed_list),
+        args.profile,
+        args.config,
+        args.overrides,
     )
+    started = time.perf_counter()
+    with Store(args.store) as store:
+        report = GridExecutor(store, args.output_dir, force=args.force).run(
+            specs, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address
+        )
+    elapsed = time.perf_counter() - started
+    print(
+        f"{len(specs)} run(s): {len(report.finished)} finished, {len(report.skipped)} already done, "
+        f"{len(report.failed)} failed, in {elapsed:.1f} s"
+    )
+    print(f"store: {args.store}   artifacts: {args.output_dir}")
+    for label, error in report.failed.items():
+        print(f"FAILED {label}: {error.splitlines()[0] if error else ''}")
+    return 1 if report.failed else 0

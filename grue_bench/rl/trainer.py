@@ -84,22 +84,22 @@ def model_name_of(config: RunConfig) -> str | None:
 
 
 def load_base(config: RunConfig):
-    """The base language model of the config's profile (see ``grue_bench.models``)."""
+    """The base language model of the config's profile; an explicit model name wins (see ``models``)."""
     from grue_bench.models import load_base_lm
-    from grue_bench.models.corpora import pool_corpus, task_corpus
+    from grue_bench.models.corpora import task_corpus
+
+    def pool_corpus() -> list[str]:
+        samples = load_pool(config, "train")
+        return [s.prompt_or_input_text for s in samples] + [r for s in samples for r in s.references]
 
     if config.task is not None:
         corpus, corpus_id = (lambda: task_corpus(config.task)), config.task
     else:
-        corpus, corpus_id = (
-            (lambda: pool_corpus(load_pool(config, "train"))),
-            f"datapool-{config.datapool.id}",
-        )
-    name = model_name_of(config) if config.profile == "paper" or model_name_of(config) else None
+        corpus, corpus_id = pool_corpus, f"datapool-{config.datapool.id}"
     return load_base_lm(
         model_type_of(config),
         profile=config.profile,
-        model_name=name,
+        model_name=model_name_of(config),
         corpus=corpus,
         corpus_id=corpus_id,
         seed=0,

@@ -94,10 +94,10 @@ class GridExecutor:
             return
         self.store.finish_run(
             run_id,
+            iteration=outcome.final_iteration,
             final_metrics=outcome.final_metrics,
             generations=outcome.final_generations,
             model=outcome.model_name,
-            duration_s=outcome.duration_s,
         )
         self.report.finished.append(label)
         self.report.durations[label] = outcome.duration_s

@@ -20,8 +20,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from grue_bench.runner.grid import RunSpec
-from grue_bench.store import BEFORE_TRAINING
 from grue_bench.runner.recorder import Recorder
+from grue_bench.store import BEFORE_TRAINING
 
 log = logging.getLogger(__name__)
 
