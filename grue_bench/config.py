@@ -156,11 +156,16 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
 
 
 def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``update`` over ``base``, recursively for mappings (lists and values replace)."""
+    """``update`` over ``base``, recursively for mappings (lists and values replace).
+
+    A component given with another ``id`` replaces the base's whole component: the arguments
+    of one component mean nothing to another.
+    """
     merged = copy.deepcopy(base)
     for key, value in update.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
+        old = merged.get(key)
+        if isinstance(value, dict) and isinstance(old, dict) and value.get("id", old.get("id")) == old.get("id"):
+            merged[key] = deep_merge(old, value)
         else:
             merged[key] = copy.deepcopy(value)
     return merged

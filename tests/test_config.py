@@ -189,3 +189,13 @@ def test_bad_override_value_via_cli(run_grue):
     code, _, err = run_grue("validate", str(PPO_CONFIG), "--set", "alg.args.n_epochs=lots")
     assert code == 2
     assert "alg.args.n_epochs" in err and "--set" in err
+
+
+def test_merging_a_component_with_another_id_replaces_it():
+    from grue_bench.config import deep_merge
+
+    base = {"reward_fn": {"id": "increasing_numbers", "args": {"min_tokens": 20}}, "env": {"n_envs": 1}}
+    assert deep_merge(base, {"reward_fn": {"id": "meteor"}})["reward_fn"] == {"id": "meteor"}
+    same = deep_merge(base, {"reward_fn": {"args": {"min_tokens": 5}}, "env": {"args": {"x": 1}}})
+    assert same["reward_fn"] == {"id": "increasing_numbers", "args": {"min_tokens": 5}}
+    assert same["env"] == {"n_envs": 1, "args": {"x": 1}}

@@ -1,0 +1,192 @@
+"""The runner end to end on the synthetic task: store rows, resume after SIGKILL, concurrent
+writers, failure isolation, and Ray giving the same rows as local processes."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grue_bench import plugins
+from grue_bench.rewards.base import RewardFunction
+from grue_bench.runner.executor import GridExecutor
+from grue_bench.runner.grid import build_specs
+from grue_bench.store import Store
+
+FAST = [
+    "train_evaluation.n_iters=4",
+    "train_evaluation.eval_every=2",
+    "train_evaluation.save_every=1",
+    "train_evaluation.eval_batch_size=16",
+    "alg.args.n_steps=8",
+    "alg.args.batch_size=8",
+    "alg.args.n_epochs=1",
+    "datapool.args.n_samples=16",
+]
+
+
+def grue_run(tmp_path, *extra, seeds="0"):
+    command = [
+        sys.executable,
+        "-m",
+        "grue_bench.cli",
+        "--log-level",
+        "INFO",
+        "run",
+        "--task",
+        "increasing_numbers",
+        "--alg",
+        "ppo",
+        "--seed-list",
+        seeds,
+        "--store",
+        str(tmp_path / "s.sqlite"),
+        "--output-dir",
+        str(tmp_path / "runs"),
+        *[f"--set={o}" for o in FAST],
+        *extra,
+    ]
+    return command
+
+
+def rows(store_path, query):
+    with sqlite3.connect(store_path) as db:
+        return db.execute(query).fetchall()
+
+
+def test_a_run_fills_the_store_and_its_artifacts(tmp_path):
+    result = subprocess.run(grue_run(tmp_path), capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "1 run(s): 1 finished" in result.stdout
+    store = tmp_path / "s.sqlite"
+    ((status, model, config),) = rows(store, "select status, model, config from runs")
+    assert status == "finished" and model.startswith("tiny-causal")
+    assert json.loads(config)["train_evaluation"]["n_iters"] == 4
+    iterations = rows(store, "select distinct iteration from metrics where split='rollout' order by 1")
+    assert [i for (i,) in iterations] == [1, 2, 3, 4]
+    tests = rows(
+        store, "select iteration from metrics where split='test' and name='reward/increasing_numbers'"
+    )
+    assert sorted(i for (i,) in tests) == [-1, 4]  # before and after training
+    assert rows(store, "select count(*) from generations where split='test' and iteration=4") == [(16,)]
+    run_dir = next((tmp_path / "runs" / "increasing_numbers" / "ppo").iterdir())
+    for name in ("config.yaml", "rollout_info.jsonl", "test_metrics.jsonl", "validation_metrics.jsonl"):
+        assert (run_dir / name).is_file(), name
+    assert (run_dir / "model" / "config.json").is_file()
+    # running the same command again does nothing
+    again = subprocess.run(grue_run(tmp_path), capture_output=True, text=True, check=False)
+    assert "1 already done" in again.stdout
+
+
+def test_sigkill_mid_grid_then_rerun_gives_exactly_one_finished_run_each(tmp_path):
+    command = grue_run(
+        tmp_path, "--set=train_evaluation.n_iters=8", "--set=train_evaluation.eval_every=4", seeds="0,1"
+    )
+    store = tmp_path / "s.sqlite"
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline:  # kill once the first run has a checkpoint mid-way
+        time.sleep(0.5)
+        if (
+            store.exists()
+            and rows(store, "select count(*) from runs where last_checkpoint_iteration >= 2")[0][0]
+        ):
+            break
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert rows(store, "select count(*) from runs where status='finished'")[0][0] < 2
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "resuming after iteration" in result.stderr
+    assert rows(store, "select seed, status from runs order by seed") == [(0, "finished"), (1, "finished")]
+    counts = rows(
+        store,
+        "select run_id, count(*) from metrics where split='rollout' and name='rollout/reward' "
+        "group by run_id",
+    )
+    assert [c for _, c in counts] == [8, 8]
+
+
+def test_two_processes_on_one_store_both_finish(tmp_path):
+    first = subprocess.Popen(
+        grue_run(tmp_path, seeds="0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    second = subprocess.Popen(
+        grue_run(tmp_path, seeds="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    outputs = [p.communicate(timeout=600) for p in (first, second)]
+    for process, (_, err) in zip((first, second), outputs, strict=True):
+        assert process.returncode == 0, err[-2000:]
+        assert "database is locked" not in err
+    store = tmp_path / "s.sqlite"
+    assert rows(store, "select seed, status from runs order by seed") == [(0, "finished"), (1, "finished")]
+    assert rows(store, "select count(*) from metrics where split='rollout' and name='rollout/reward'") == [
+        (8,)
+    ]
+
+
+class NaNAfterFirstCall(RewardFunction):
+    def __init__(self):
+        self.calls = 0
+
+    def batch(self, prompts, generations, references, meta_infos):
+        self.calls += 1
+        return [float("nan") if self.calls > 1 else 0.0 for _ in generations]
+
+
+def test_a_nan_reward_fails_its_run_and_the_others_finish(tmp_path):
+    plugins.REWARDS.register("nan_after_first_call", NaNAfterFirstCall)
+    good = build_specs(["increasing_numbers"], ["ppo"], [0], "tiny", overrides=FAST)
+    bad = build_specs(
+        ["increasing_numbers"],
+        ["ppo"],
+        [1],
+        "tiny",
+        overrides=FAST,
+        extra={"reward_fn": {"id": "nan_after_first_call"}},
+    )
+    with Store(tmp_path / "s.sqlite") as store:
+        report = GridExecutor(store, tmp_path / "runs").run(bad + good)
+        assert report.finished == ["increasing_numbers/ppo/seed0"]
+        assert list(report.failed) == ["increasing_numbers/ppo/seed1"]
+        failed = store.runs(status="failed")[0]
+        assert "invalid reward (nan)" in failed.error
+        assert store.runs(status="finished")[0].seed == 0
+
+
+def test_cli_exits_non_zero_naming_failed_runs(tmp_path):
+    # a reward that cannot work at run time: perplexity needs a model the reward is never given
+    broken = (
+        "--set=reward_fn={id: metric, args: {metric: causal_perplexity, keys: [fluency_metrics/perplexity]}}"
+    )
+    result = subprocess.run(grue_run(tmp_path, broken), capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert "0 finished" in result.stdout and "1 failed" in result.stdout
+    assert "FAILED increasing_numbers/ppo/seed0: GrueError" in result.stdout
+    assert "causal_perplexity needs a causal LM" in result.stdout
+
+
+@pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import ray"], capture_output=True).returncode != 0,
+    reason="ray is not installed (pip install 'grue-bench[ray]')",
+)
+def test_ray_executor_stores_the_same_rows_as_local_processes(tmp_path):
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    local.mkdir()
+    remote.mkdir()
+    env = {**os.environ, "RAY_ADDRESS": "", "OMP_NUM_THREADS": "1"}
+    for folder, extra in ((local, ["--jobs", "2"]), (remote, ["--executor", "ray"])):
+        result = subprocess.run(
+            grue_run(folder, *extra, seeds="0,1"), capture_output=True, text=True, check=False, env=env
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+    query = (
+        "select r.seed, m.split, m.name, m.iteration, round(m.value, 4) from metrics m join runs r "
+        "on r.id = m.run_id where m.name not like 'time/%' order by 1, 2, 3, 4"
+    )
+    assert rows(local / "s.sqlite", query) == rows(remote / "s.sqlite", query)
+    assert rows(remote / "s.sqlite", "select count(*) from runs where status='finished'") == [(2,)]
