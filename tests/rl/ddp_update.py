@@ -1,0 +1,66 @@
+"""Run by tests/rl/test_distributed.py under `accelerate launch`: one PPO update on every rank,
+each rank with its own prompts, then each rank writes a checksum of its parameters."""
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiny_lm import tiny_causal, word_tokenizer  # noqa: E402
+
+from grue_bench.data import Sample  # noqa: E402
+from grue_bench.rewards.synthetic import IncreasingNumbers  # noqa: E402
+from grue_bench.rl.hparams import PPOArgs  # noqa: E402
+from grue_bench.rl.policy import ActorCritic  # noqa: E402
+from grue_bench.rl.ppo import PPO  # noqa: E402
+from grue_bench.rl.rollout import GenerationSettings  # noqa: E402
+
+
+def main(out_dir: str) -> None:
+    accelerator = Accelerator(cpu=True)
+    rank = accelerator.process_index
+    tokenizer = word_tokenizer()
+    lm = tiny_causal(tokenizer, seed=0)  # same initial weights on every rank
+    settings = GenerationSettings(
+        max_prompt_length=8,
+        prompt_truncation_side="left",
+        max_new_tokens=6,
+        terminate_on_eos=True,
+        generation_kwargs={"do_sample": True},
+    )
+    ppo = PPO(
+        ActorCritic(lm, "causal"),
+        tokenizer,
+        IncreasingNumbers(min_tokens=6),
+        PPOArgs(n_steps=8, batch_size=4, n_epochs=2, learning_rate=1e-2),
+        settings,
+        kl_coeff=0.01,
+        target_kl=0.5,
+        accelerator=accelerator,
+    )
+    torch.manual_seed(100 + rank)  # different samples on each rank
+    pool = [Sample(id=str(i), prompt_or_input_text=f"{i} {i + 1}", references=[]) for i in range(10)]
+    before = sum(float(p.sum()) for p in ppo.unwrapped.parameters())
+    stats = ppo.step(pool, random.Random(rank))
+    after = [float(p.double().sum()) for p in ppo.unwrapped.parameters()]
+    Path(out_dir, f"rank{rank}.json").write_text(
+        json.dumps(
+            {
+                "world": accelerator.num_processes,
+                "before": before,
+                "after": after,
+                "kl_coef": ppo.kl.value,
+                "texts": ppo.last_texts,
+                "reward": stats["rollout/reward"],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

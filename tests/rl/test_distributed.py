@@ -1,0 +1,42 @@
+"""Two CPU processes under `accelerate launch` keep identical parameters after a PPO update."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.skipif(shutil.which("accelerate") is None, reason="the accelerate launcher is not installed")
+def test_two_ranks_have_identical_parameters_after_an_update(tmp_path):
+    script = Path(__file__).with_name("ddp_update.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_USE_CPU": "1"}
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        str(script),
+        str(tmp_path),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(2)]
+    assert [r["world"] for r in ranks] == [2, 2]
+    assert ranks[0]["texts"] != ranks[1]["texts"]  # each rank sampled its own episodes...
+    assert sum(ranks[0]["after"]) != pytest.approx(ranks[0]["before"], abs=1e-6)  # the update moved them
+    assert ranks[0]["after"] == pytest.approx(
+        ranks[1]["after"], rel=0, abs=1e-6
+    )  # ...and the update is shared
+    assert ranks[0]["kl_coef"] == ranks[1]["kl_coef"]
