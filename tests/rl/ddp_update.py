@@ -11,14 +11,14 @@ from accelerate import Accelerator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tiny_lm import tiny_causal, word_tokenizer  # noqa: E402
+from tiny_lm import tiny_causal, word_tokenizer
 
-from grue_bench.data import Sample  # noqa: E402
-from grue_bench.rewards.synthetic import IncreasingNumbers  # noqa: E402
-from grue_bench.rl.hparams import PPOArgs  # noqa: E402
-from grue_bench.rl.policy import ActorCritic  # noqa: E402
-from grue_bench.rl.ppo import PPO  # noqa: E402
-from grue_bench.rl.rollout import GenerationSettings  # noqa: E402
+from grue_bench.data import Sample
+from grue_bench.rewards.synthetic import IncreasingNumbers
+from grue_bench.rl.hparams import PPOArgs
+from grue_bench.rl.policy import ActorCritic
+from grue_bench.rl.ppo import PPO
+from grue_bench.rl.rollout import GenerationSettings
 
 
 def main(out_dir: str) -> None:
