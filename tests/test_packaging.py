@@ -6,7 +6,6 @@ import sys
 import zipfile
 
 import pytest
-
 from conftest import REPO
 
 

