@@ -73,6 +73,13 @@ class TRPO(OnPolicyAlgorithm):
         return tensor if self.accelerator.num_processes == 1 else self.accelerator.reduce(tensor, "mean")
 
     def update(self, rollout: Rollout) -> dict[str, float]:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        # Fisher-vector products differentiate twice; fused attention kernels cannot, the math one can.
+        with sdpa_kernel(SDPBackend.MATH):
+            return self._update(rollout)
+
+    def _update(self, rollout: Rollout) -> dict[str, float]:
         args = self.args
         params = [p for p in self.unwrapped.policy_parameters() if p.requires_grad]
         sub = rollout.select(torch.arange(0, len(rollout), args.sub_sampling_factor))

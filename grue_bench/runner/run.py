@@ -1,5 +1,7 @@
-"""One run, end to end: test before training, train with validation every ``eval_every`` and a
-checkpoint every ``save_every``, test after training. Resumes from the last checkpoint.
+"""One run, end to end: test before training (iteration -1), a supervised warm start if asked
+(tested at iteration 0), RL with validation every ``eval_every`` and a checkpoint every
+``save_every``, then validation and test after the last iteration n. Resumes from the last
+checkpoint.
 
 Artifacts on disk, as RL4LMs writes them: ``config.yaml``, ``rollout_info.jsonl``,
 ``training_info.jsonl``, ``validation_metrics.jsonl``, ``test_metrics.jsonl``, predictions per
@@ -22,6 +24,9 @@ from tqdm.auto import tqdm
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.recorder import Recorder
 from grue_bench.store import BEFORE_TRAINING
+
+WARM_START = 0
+"""The iteration at which a supervised+RL run records its test scores after the supervised stage."""
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +126,9 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
             lm.save_pretrained(warm)
         if spec.alg == "supervised":
             return _finish(run, lm, tokenizer, model_type, pools, n_iters, base.name, started, device)
+        if not resuming:  # the warm start's own score: what RL has to improve on
+            table, _ = run.evaluate(lm, tokenizer, model_type, pools["test"], "test", WARM_START, device)
+            recorder.metrics(WARM_START, "test", table)
 
     algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config))
     rng = random.Random(spec.seed)
