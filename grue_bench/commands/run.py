@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -39,7 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--store", type=Path, default=Path(DEFAULT_STORE), help="SQLite results store")
     parser.add_argument("--output-dir", type=Path, default=Path(DEFAULT_OUTPUT), help="run artifacts folder")
-    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (local processes)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="runs in parallel as local processes (default: 2, or 1 on a one-core machine)",
+    )
     parser.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
     parser.add_argument("--ray-address", help="an existing Ray cluster (default: start a local Ray)")
     parser.add_argument("--force", action="store_true", help="run again even finished runs")

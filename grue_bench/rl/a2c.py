@@ -40,7 +40,7 @@ class A2C(OnPolicyAlgorithm):
             loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy
             self.accelerator.backward(loss)
             for key, value in zip(sums, (pg_loss, v_loss, entropy), strict=True):
-                sums[key] += float(value)
+                sums[key] += float(value.detach())
         self.accelerator.clip_grad_norm_(self.policy.parameters(), args.max_grad_norm)
         self.optimizer.step()
         return {

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import queue as queue_module
+import signal
+import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +48,16 @@ def _guarded(spec: RunSpec, recorder: Any, output_root: Path) -> tuple[str, RunO
     except Exception as exc:
         log.debug("%s failed:\n%s", spec.label, traceback.format_exc())
         return spec.label, None, _error_text(exc)
+
+
+def _die_with_parent() -> None:
+    """Pool initializer: on Linux, a worker is killed when the writer process dies (even by
+    SIGKILL), so no orphan keeps writing into a run folder the next attempt resumes."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _worker(spec: RunSpec, output_root: str, send: Any) -> tuple[str, RunOutcome | None, str | None]:
@@ -110,6 +122,8 @@ class GridExecutor:
             log.info("skipping %d finished run(s); use --force to run them again", len(self.report.skipped))
         if not todo:
             return self.report
+        if executor == "ray" or jobs > 1:
+            prepare_assets(todo)
         with tqdm(total=len(todo), desc="grid", unit="run") as bar:
             if executor == "ray":
                 self._run_ray(todo, bar, ray_address)
@@ -131,7 +145,7 @@ class GridExecutor:
 
     def _run_processes(self, todo: Sequence[RunSpec], bar, jobs: int) -> None:
         context = multiprocessing.get_context("spawn")
-        with context.Manager() as manager, context.Pool(jobs) as pool:
+        with context.Manager() as manager, context.Pool(jobs, initializer=_die_with_parent) as pool:
             messages = manager.Queue()
             pending = [
                 pool.apply_async(_worker, (spec, str(self.output_root), messages.put)) for spec in todo
@@ -170,6 +184,26 @@ class GridExecutor:
                     self._apply(message)
                 self._record(label, outcome, error)
                 bar.update(1)
+
+
+def prepare_assets(specs: Sequence[RunSpec]) -> None:
+    """Build each task's base LM and metric assets once, here, before runs start in parallel
+    (otherwise every worker would pretrain the same cached model at the same time)."""
+    from grue_bench import plugins
+    from grue_bench.rl.trainer import build_reward, load_base
+
+    seen: set[str] = set()
+    for spec in tqdm(specs, desc="preparing base models and metrics", unit="run", leave=False):
+        key = (
+            f"{spec.task}|{spec.config.profile}|{spec.config.alg.policy.id if spec.config.alg.policy else ''}"
+        )
+        if key in seen:
+            continue
+        seen.add(key)
+        load_base(spec.config)
+        build_reward(spec.config)
+        for metric in spec.config.train_evaluation.metrics:
+            plugins.METRICS.get(metric.id)(**metric.args)
 
 
 def _ray_task(spec: RunSpec, output_root: str) -> tuple[list, tuple]:

@@ -1,0 +1,327 @@
+"""Leaderboard statistics: hand-worked bootstrap, probability of improvement and IQM examples; the
+schema's validation; and the report's numbers checked against the store, recomputed here."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from grue_bench.errors import GrueError
+from grue_bench.report import aggregate
+from grue_bench.report.aggregate import (
+    Headline,
+    bootstrap_mean_ci,
+    iqm,
+    normalized_scores,
+    probability_of_improvement,
+    stratified_iqm_ci,
+)
+from grue_bench.report.schema import DEFAULT_SCHEMA, load_schema
+from grue_bench.store import Store
+
+from .conftest import ALGS, N_ITERS, TASKS
+
+# --- bootstrap intervals ------------------------------------------------------------------------
+
+
+def test_bootstrap_of_constant_values_is_that_value():
+    assert bootstrap_mean_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)
+
+
+def test_bootstrap_of_two_values_spans_both():
+    # Resampling [0, 1] gives means 0, 0.5, 1 with probabilities 1/4, 1/2, 1/4: both 2.5% tails
+    # fall on the extremes.
+    assert bootstrap_mean_ci([0.0, 1.0]) == (0.0, 1.0)
+
+
+def test_bootstrap_upper_tail_on_a_rare_extreme():
+    # [0, 0, 1]: P(mean = 0) = 8/27 > 2.5%, P(mean = 1) = 1/27 ≈ 3.7% > 2.5%.
+    assert bootstrap_mean_ci([0.0, 0.0, 1.0]) == (0.0, 1.0)
+    # [0, 0, 0, 1]: P(mean = 1) = 1/256 < 2.5% but P(mean >= 0.75) = 13/256 ≈ 5.1%: upper end 0.75.
+    assert bootstrap_mean_ci([0.0, 0.0, 0.0, 1.0]) == (0.0, 0.75)
+
+
+def test_one_seed_has_no_interval():
+    low, high = bootstrap_mean_ci([0.7])
+    assert np.isnan(low) and np.isnan(high)
+
+
+def test_bootstrap_is_reproducible_and_near_the_normal_interval():
+    values = np.random.default_rng(1).normal(10.0, 2.0, size=40)
+    first = bootstrap_mean_ci(values)
+    assert bootstrap_mean_ci(values) == first
+    assert bootstrap_mean_ci(values, random_state=1) != first
+    half_width = 1.96 * values.std(ddof=1) / np.sqrt(values.size)
+    assert first[0] == pytest.approx(values.mean() - half_width, abs=0.1 * half_width)
+    assert first[1] == pytest.approx(values.mean() + half_width, abs=0.1 * half_width)
+
+
+# --- probability of improvement -----------------------------------------------------------------
+
+
+def test_probability_of_improvement_by_hand():
+    # Pairs of x=[1,2,3] with y=[2,2,2]: 3 losses, 3 ties, 3 wins -> (0 + 1.5 + 3) / 9.
+    assert probability_of_improvement([1, 2, 3], [2, 2, 2]) == 0.5
+    assert probability_of_improvement([3, 4], [1, 2]) == 1.0
+    # x=[1, 3] vs y=[2]: one loss, one win.
+    assert probability_of_improvement([1, 3], [2]) == 0.5
+    # x=[2, 3, 4] vs y=[1, 3]: (1 + 0) + (1 + 0.5) + (1 + 1) = 4.5 of 6 pairs.
+    assert probability_of_improvement([2, 3, 4], [1, 3]) == 0.75
+
+
+def test_probability_of_improvement_respects_lower_is_better():
+    x, y = [30.0, 32.0, 35.0], [31.0, 35.0, 36.0]
+    higher = probability_of_improvement(x, y, higher_is_better=True)
+    lower = probability_of_improvement(x, y, higher_is_better=False)
+    assert lower == pytest.approx(1 - higher)
+    assert probability_of_improvement(x, y, False) + probability_of_improvement(y, x, False) == 1.0
+    # Pairs: 30<31,35,36 (3 wins); 32<35,36 (2); 35 vs 31 loss, vs 35 tie, vs 36 win (1.5) -> 6.5/9.
+    assert lower == pytest.approx(6.5 / 9)
+
+
+def test_improvement_table_needs_two_seeds_each():
+    final = pd.DataFrame(
+        {
+            "task": ["t"] * 4,
+            "alg": ["a", "a", "b", "c"],
+            "metric": ["m"] * 4,
+            "value": [1.0, 2.0, 1.5, 0.0],
+        }
+    )
+    table = aggregate.improvement_table(final, {"t": Headline("m", True)})
+    by_pair = {(row.alg_x, row.alg_y): row.probability for row in table.itertuples()}
+    assert set(by_pair) == {("a", "b"), ("b", "a"), ("a", "c"), ("c", "a"), ("b", "c"), ("c", "b")}
+    assert all(np.isnan(value) for value in by_pair.values())  # b and c have one seed each
+
+
+# --- IQM and the overall score ------------------------------------------------------------------
+
+
+def test_iqm_by_hand():
+    assert iqm([1, 2, 3, 4, 5, 6, 7, 8]) == 4.5  # mean of 3, 4, 5, 6
+    assert iqm([0, 1, 2, 3, 100]) == 2.0  # floor(5/4) = 1 cut from each end
+    assert iqm([5, 1, 3]) == 3.0  # fewer than 4 values: nothing cut
+    np.testing.assert_allclose(iqm(np.array([[1, 2, 3, 4], [10, 0, 0, 10]]), axis=1), [2.5, 5.0])
+
+
+def test_iqm_matches_scipy_trim_mean():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    for size in (4, 7, 10, 21):
+        values = rng.normal(size=size)
+        assert iqm(values) == pytest.approx(stats.trim_mean(values, 0.25))
+
+
+def test_stratified_interval_by_hand():
+    # Every resample of constant strata pools [.2, .2, .8, .8, .8]; IQM cuts one from each end.
+    assert stratified_iqm_ci([[0.2, 0.2], [0.8, 0.8, 0.8]]) == (pytest.approx(0.6), pytest.approx(0.6))
+    low, high = stratified_iqm_ci([[0.0, 1.0], [0.5, 0.5]])
+    # Pooled resamples hold {0,1} counts (0..2) plus two 0.5s; IQM of 4 values = mean of middle two.
+    assert (low, high) == (0.25, 0.75)
+    assert all(np.isnan(stratified_iqm_ci([[0.1, 0.2], [0.3]])))  # a task with one run
+
+
+def test_normalization_is_min_max_per_task_and_flips_lower_is_better():
+    final = pd.DataFrame(
+        {
+            "run_id": range(7),
+            "task": ["up"] * 3 + ["down"] * 3 + ["flat"],
+            "alg": ["a", "b", "c"] * 2 + ["a"],
+            "seed": 0,
+            "metric": ["m"] * 7,
+            "value": [1.0, 2.0, 3.0, 10.0, 20.0, 30.0, 4.0],
+        }
+    )
+    headlines = {"up": Headline("m", True), "down": Headline("m", False), "flat": Headline("m", True)}
+    normalized = normalized_scores(final, headlines).set_index("run_id")["normalized"]
+    assert normalized.sort_index().tolist() == [0.0, 0.5, 1.0, 1.0, 0.5, 0.0, 0.5]
+
+
+def test_ranks_skip_one_seed_and_share_ties():
+    summary = pd.DataFrame(
+        {
+            "task": ["t"] * 4,
+            "alg": ["a", "b", "c", "d"],
+            "metric": ["m"] * 4,
+            "mean": [0.5, 0.9, 0.5, 1.0],
+            "n_seeds": [3, 3, 3, 1],
+        }
+    )
+    ranks = aggregate.ranks(summary, {"t": Headline("m", True)})
+    assert dict(zip(ranks["alg"], ranks["rank"], strict=True)) == {"b": 1, "a": 2, "c": 2}
+    lower = aggregate.ranks(summary, {"t": Headline("m", False)})
+    assert dict(zip(lower["alg"], lower["rank"], strict=True)) == {"a": 1, "c": 1, "b": 3}
+
+
+# --- the schema ---------------------------------------------------------------------------------
+
+
+def test_default_schema_ships_in_the_package_and_covers_every_task():
+    schema = load_schema()
+    assert DEFAULT_SCHEMA.parent.name == "report" and DEFAULT_SCHEMA.parent.parent.name == "grue_bench"
+    grue = {"imdb", "commongen", "cnn_dailymail", "totto", "narrative_qa", "iwslt2017_en_de", "daily_dialog"}
+    assert grue <= set(schema.tasks)
+    assert schema.metric("lexical/ter").higher_is_better is False
+    assert schema.metric("fluency_metrics/perplexity").naturalness
+    assert schema.metric("not/declared").higher_is_better is None
+
+
+def test_schema_problems_are_collected_and_name_file_and_key(tmp_path: Path):
+    path = tmp_path / "board.yaml"
+    path.write_text(
+        "version: 1\n"
+        "metrics:\n"
+        "  a/x: {display: X, colour: red}\n"
+        "  a/len: {display: Length, higher_is_better: null}\n"
+        "  a/y: {higher_is_better: false}\n"
+        "tasks:\n"
+        "  t1: {headline: a/missing}\n"
+        "  t2: {headline: a/len}\n"
+    )
+    with pytest.raises(GrueError) as caught:
+        load_schema(path)
+    text = str(caught.value)
+    assert str(path) in text
+    assert "metrics.a/x.colour: unknown key" in text
+    assert "metrics.a/y.display: required key is missing" in text
+    # Structure errors stop before the cross-checks; fix them and the headline problems show up.
+    path.write_text(
+        "version: 1\nmetrics:\n  a/len: {display: Length, higher_is_better: null}\n"
+        "tasks:\n  t1: {headline: a/missing}\n  t2: {headline: a/len}\n"
+    )
+    with pytest.raises(GrueError) as caught:
+        load_schema(path)
+    text = str(caught.value)
+    assert "2 problems" in text
+    assert "tasks.t1.headline: metric 'a/missing' is not declared" in text
+    assert "tasks.t2.headline: metric 'a/len' has no direction" in text
+
+
+# --- the report against the store ---------------------------------------------------------------
+
+
+def raw_final_scores(store_path: Path) -> pd.DataFrame:
+    """Final test scores straight from SQLite: finished runs, each at its highest test iteration."""
+    with sqlite3.connect(store_path) as conn:
+        frame = pd.read_sql_query(
+            """SELECT r.task, r.alg, r.seed, m.name AS metric, m.value
+               FROM metrics m JOIN runs r ON r.id = m.run_id
+               WHERE r.status IN ('finished', 'submitted') AND m.split = 'test'
+                 AND m.iteration = (SELECT max(iteration) FROM metrics
+                                    WHERE run_id = m.run_id AND split = 'test')""",
+            conn,
+        )
+    conn.close()
+    return frame
+
+
+def recomputed_interval(values: np.ndarray) -> tuple[float, float]:
+    """The documented recipe: 10,000 resamples from default_rng(0), 2.5 and 97.5 percentiles."""
+    rng = np.random.default_rng(0)
+    resampled = values[rng.integers(0, len(values), size=(10_000, len(values)))].mean(axis=1)
+    return tuple(np.percentile(resampled, [2.5, 97.5]))
+
+
+@pytest.fixture
+def report_dir(three_seed_report: Path) -> Path:
+    return three_seed_report
+
+
+def test_final_scores_take_the_last_iteration_of_finished_runs(three_seed_store: Path, report_dir: Path):
+    final = pd.read_csv(report_dir / "data" / "final_scores.csv")
+    assert set(final["iteration"]) == {N_ITERS}  # not the before-training evaluation at -1
+    assert len(final[["task", "alg", "seed"]].drop_duplicates()) == len(TASKS) * len(ALGS) * 3
+    assert 99.0 not in final["value"].tolist()  # the running run's row is not counted
+    assert (final["display"][final["metric"] == "lexical/cider"] == "CIDEr").all()
+
+
+def test_summary_means_and_intervals_match_the_store(three_seed_store: Path, report_dir: Path):
+    raw = raw_final_scores(three_seed_store)
+    summary = pd.read_csv(report_dir / "data" / "summary.csv")
+    assert len(summary) == raw.groupby(["task", "alg", "metric"]).ngroups
+    for (task, alg, metric), group in raw.groupby(["task", "alg", "metric"]):
+        row = summary[(summary["task"] == task) & (summary["alg"] == alg) & (summary["metric"] == metric)]
+        assert len(row) == 1
+        values = group["value"].to_numpy()
+        low, high = recomputed_interval(values)
+        assert row["mean"].item() == pytest.approx(values.mean(), rel=1e-12)
+        assert row["ci_low"].item() == pytest.approx(low, rel=1e-12)
+        assert row["ci_high"].item() == pytest.approx(high, rel=1e-12)
+        assert row["n_seeds"].item() == 3
+        assert row["ci_low"].item() <= row["mean"].item() <= row["ci_high"].item()
+
+
+def test_leaderboard_improvement_and_overall_match_the_store(three_seed_store: Path, report_dir: Path):
+    raw = raw_final_scores(three_seed_store)
+    headline = {task: spec["headline"] for task, spec in TASKS.items()}
+    scores = {
+        (task, alg): group["value"].to_numpy()
+        for (task, alg), group in raw[raw["metric"] == raw["task"].map(headline)].groupby(["task", "alg"])
+    }
+    board = pd.read_csv(report_dir / "data" / "leaderboard.csv")
+    for (task, alg), values in scores.items():
+        row = board[(board["task"] == task) & (board["alg"] == alg)]
+        assert row["metric"].item() == headline[task]
+        assert row["mean"].item() == pytest.approx(values.mean())
+        better = sum(scores[(task, other)].mean() > values.mean() for other in ALGS if other != alg)
+        assert row["rank"].item() == better + 1
+    improvement = pd.read_csv(report_dir / "data" / "improvement.csv")
+    for row in improvement.itertuples():
+        x, y = scores[(row.task, row.alg_x)], scores[(row.task, row.alg_y)]
+        wins = sum((a > b) + 0.5 * (a == b) for a in x for b in y)
+        assert row.probability == pytest.approx(wins / (len(x) * len(y)))
+    overall = pd.read_csv(report_dir / "data" / "overall.csv").set_index("alg")
+    for alg in ALGS:
+        pooled = []
+        for task in TASKS:
+            every = np.concatenate([scores[(task, other)] for other in ALGS])
+            pooled += list((scores[(task, alg)] - every.min()) / (every.max() - every.min()))
+        pooled.sort()  # 6 runs: IQM drops the lowest and the highest
+        assert overall.loc[alg, "iqm"] == pytest.approx(np.mean(pooled[1:-1]))
+        assert overall.loc[alg, "ci_low"] <= overall.loc[alg, "iqm"] <= overall.loc[alg, "ci_high"]
+        assert overall.loc[alg, "n_tasks"] == 2 and overall.loc[alg, "n_runs"] == 6
+
+
+def test_human_ratings_are_aggregated(report_dir: Path):
+    ratings = json.loads((report_dir / "data" / "human_ratings.json").read_text())
+    ppo = next(r for r in ratings if r["system"] == "ppo" and r["axis"] == "coherence")
+    # Ratings 3.5 + {0, 1, -1} on two samples.
+    assert ppo["mean"] == pytest.approx(3.5)
+    assert ppo["n_ratings"] == 6 and ppo["n_workers"] == 3
+
+
+def test_store_generations_reads_the_last_iteration_by_default(tmp_path: Path):
+    with Store(tmp_path / "grue.db") as store:
+        run = store.start_run(
+            task="imdb",
+            task_version=1,
+            alg="ppo",
+            seed=0,
+            profile="tiny",
+            model=None,
+            config={},
+            config_hash="h",
+        )
+        row = {"sample_id": "1", "prompt": "p", "text": "early", "references": ["r"]}
+        store.add_generations(run.id, 2, "test", [row])
+        store.add_generations(
+            run.id, 5, "test", [{**row, "text": "late"}, {**row, "sample_id": "0", "text": "late"}]
+        )
+        assert [g["text"] for g in store.generations(run.id, "test")] == ["late", "late"]
+        assert [g["sample_id"] for g in store.generations(run.id, "test")] == ["0", "1"]
+        assert store.generations(run.id, "test", 2) == [
+            {"sample_id": "1", "prompt": "p", "text": "early", "references": ["r"]}
+        ]
+        assert store.generations(run.id, "validation") == []
+
+
+def test_sample_ids_sort_by_the_numbers_in_them():
+    from grue_bench.report.collect import natural_key
+
+    ids = ["test-10", "test-2", "10", "2", "b", "a1", "test-1"]
+    assert sorted(ids, key=natural_key) == ["2", "10", "a1", "b", "test-1", "test-2", "test-10"]
