@@ -30,7 +30,7 @@ demo: install
 
 test: install
 	$(PYTHON) -m ruff check grue_bench tests benchmarks
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n 2
 
 lint:
 	$(PYTHON) -m ruff check grue_bench tests benchmarks

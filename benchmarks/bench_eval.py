@@ -39,11 +39,20 @@ def main() -> None:
     started = time.perf_counter()
     scores = score(task.metrics, samples, predictions, model=base.model, split=args.split)
     elapsed = time.perf_counter() - started
-    print(json.dumps({
-        "task": task.id, "split": args.split, "rows": len(samples), "metrics": [m.id for m in task.metrics],
-        "skipped": scores.skipped, "score_s": round(elapsed, 2), "asset_warmup_s": round(warm_s, 2),
-        "model_load_s": round(load_s, 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "task": task.id,
+                "split": args.split,
+                "rows": len(samples),
+                "metrics": [m.id for m in task.metrics],
+                "skipped": scores.skipped,
+                "score_s": round(elapsed, 2),
+                "asset_warmup_s": round(warm_s, 2),
+                "model_load_s": round(load_s, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
