@@ -8,6 +8,8 @@ import zipfile
 import pytest
 from conftest import REPO
 
+from grue_bench.runner.grid import GRUE_TASKS
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
@@ -34,15 +36,7 @@ def wheel(tmp_path_factory):
 
 def test_wheel_contains_tasks_and_their_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for task in (
-        "imdb",
-        "commongen",
-        "cnn_dailymail",
-        "totto",
-        "narrative_qa",
-        "iwslt2017_en_de",
-        "daily_dialog",
-    ):
+    for task in GRUE_TASKS:
         assert f"grue_bench/_bundled/tasks/{task}/task.yaml" in names
         assert f"grue_bench/_bundled/tasks/{task}/data/test.jsonl" in names
         assert f"grue_bench/_bundled/tasks/{task}/data/SOURCE.md" in names

@@ -8,17 +8,9 @@ from conftest import REPO
 from grue_bench import plugins
 from grue_bench.datapools import SyntheticPool, TaskPool
 from grue_bench.errors import GrueError
+from grue_bench.runner.grid import GRUE_TASKS
 
-GRUE_TASKS = [
-    "imdb",
-    "commongen",
-    "cnn_dailymail",
-    "totto",
-    "narrative_qa",
-    "iwslt2017_en_de",
-    "daily_dialog",
-]
-SYNTHETIC = ["increasing_numbers", "dates"]
+SYNTHETIC = ("increasing_numbers", "dates")
 SPLIT_SIZES = {
     "imdb": (2000, 200, 200),
     "commongen": (2000, 200, 200),

@@ -12,6 +12,8 @@ import os
 import time
 from pathlib import Path
 
+from grue_bench.commands import add_override_argument
+
 log = logging.getLogger(__name__)
 
 DEFAULT_STORE = "grue_results.sqlite"
@@ -30,14 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", type=Path, help="a config YAML (RL4LMs schema) merged over the task defaults"
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key, e.g. --set alg.args.learning_rate=1e-5 (repeatable)",
-    )
+    add_override_argument(parser)
     parser.add_argument("--store", type=Path, default=Path(DEFAULT_STORE), help="SQLite results store")
     parser.add_argument("--output-dir", type=Path, default=Path(DEFAULT_OUTPUT), help="run artifacts folder")
     parser.add_argument(

@@ -6,6 +6,8 @@ import argparse
 import logging
 from pathlib import Path
 
+from grue_bench.commands import add_override_argument
+
 log = logging.getLogger(__name__)
 
 
@@ -17,14 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="what the files are (auto: files named task.yaml are tasks)",
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key, e.g. --set alg.args.learning_rate=1e-5 (repeatable)",
-    )
+    add_override_argument(parser)
     parser.add_argument("--dump", action="store_true", help="print the resolved config as YAML")
 
 

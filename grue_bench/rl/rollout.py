@@ -16,7 +16,7 @@ import torch
 
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
-from grue_bench.rl.advantages import gae, masked_mean, token_rewards, whiten
+from grue_bench.rl.advantages import gae, token_rewards, whiten
 from grue_bench.rl.batch import Rollout, TokenBatch
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, logprobs_and_entropy, response_logits_and_hidden
@@ -237,8 +237,3 @@ class RolloutCollector:
             mean_length=float(mask.sum(1).mean()),
         )
         return rollout, stats
-
-
-def masked_stat(values: torch.Tensor, mask: torch.Tensor) -> float:
-    """A masked mean as a float, for logging."""
-    return float(masked_mean(values, mask))
