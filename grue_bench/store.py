@@ -23,7 +23,7 @@ import platform
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -122,6 +122,37 @@ SCHEMA = [
         created_at TEXT NOT NULL
     )""",
 ]
+
+# Crowd batches (grue crowd export): the blinded mapping from a batch's items to the systems behind
+# them. Added within schema version 1, so "IF NOT EXISTS": a store created before these tables has
+# them created on its first crowd write (Store._ensure_crowd_tables).
+CROWD_SCHEMA = [
+    # One row per exported batch; axes is the template's JSON rating axes, spec the export's options.
+    """CREATE TABLE IF NOT EXISTS crowd_batches (
+        batch_id TEXT PRIMARY KEY,
+        task TEXT NOT NULL,
+        mode TEXT NOT NULL CHECK (mode IN ('likert', 'pairwise')),
+        template TEXT NOT NULL,
+        axes TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+    # One row per item and slot ('' for a Likert item, 'A'/'B' for a pairwise one); an attention
+    # check ('check') carries the JSON answers an attentive worker gives in "expected".
+    """CREATE TABLE IF NOT EXISTS crowd_items (
+        batch_id TEXT NOT NULL REFERENCES crowd_batches (batch_id) ON DELETE CASCADE,
+        item_id TEXT NOT NULL,
+        slot TEXT NOT NULL CHECK (slot IN ('', 'A', 'B')),
+        kind TEXT NOT NULL CHECK (kind IN ('item', 'check')),
+        sample_id TEXT NOT NULL,
+        system TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+        text TEXT NOT NULL,
+        expected TEXT,
+        PRIMARY KEY (batch_id, item_id, slot)
+    ) WITHOUT ROWID""",
+]
+SCHEMA += CROWD_SCHEMA
 
 MIGRATIONS: dict[int, Callable[[Database], None]] = {}
 """Migration from schema version N to N+1, keyed by N; applied in one transaction on open."""
@@ -528,6 +559,128 @@ class Store:
             Generation(sample_id=sample_id, prompt=prompt, text=text, references=json.loads(references))
             for sample_id, prompt, text, references in rows
         ]
+
+    # --- crowd batches and human ratings ------------------------------------------------------
+
+    def add_crowd_batch(self, batch: CrowdBatch, items: Sequence[CrowdItem]) -> bool:
+        """Record an exported batch with its blinded item mapping; False if that batch is already stored."""
+        with self.transaction():
+            self._ensure_crowd_tables()
+            if self.crowd_batch(batch.batch_id) is not None:
+                return False
+            row = {**asdict(batch), "axes": json.dumps(batch.axes), "spec": json.dumps(batch.spec)}
+            self.db["crowd_batches"].insert(row)
+            records = [
+                {**asdict(item), "expected": None if item.expected is None else json.dumps(item.expected)}
+                for item in items
+            ]
+            self.db["crowd_items"].insert_all(records)
+        log.info("crowd batch %s stored: %d item rows", batch.batch_id, len(items))
+        return True
+
+    def crowd_batch(self, batch_id: str) -> CrowdBatch | None:
+        """The exported batch with this id, or None."""
+        if not self._has_table("crowd_batches"):
+            return None
+        row = next(self.db["crowd_batches"].rows_where("batch_id = ?", [batch_id]), None)
+        if row is None:
+            return None
+        return CrowdBatch(**{**row, "axes": json.loads(row["axes"]), "spec": json.loads(row["spec"])})
+
+    def crowd_items(self, batch_id: str) -> list[CrowdItem]:
+        """A batch's item rows (items and attention checks, each slot), by item id and slot."""
+        if not self._has_table("crowd_items"):
+            return []
+        rows = self.db["crowd_items"].rows_where("batch_id = ?", [batch_id], order_by="item_id, slot")
+        return [
+            CrowdItem(**{**row, "expected": None if row["expected"] is None else json.loads(row["expected"])})
+            for row in rows
+        ]
+
+    def add_human_ratings(self, rows: Sequence[HumanRating]) -> int:
+        """Write ratings in one transaction; a rating already stored for the same (assignment, sample,
+        system, axis) is replaced, so re-ingesting a results file changes nothing. Returns the count."""
+        columns = ("run_id", "task", "sample_id", "system", "worker_id", "assignment_id", "axis", "rating")
+        created = _now()
+        values = [[*(row[c] for c in columns), row["batch_id"], created] for row in rows]
+        with self.transaction():
+            self.db.conn.executemany(
+                f"INSERT INTO human_ratings ({', '.join(columns)}, batch_id, created_at) "
+                f"VALUES ({', '.join('?' * (len(columns) + 2))}) "
+                "ON CONFLICT (assignment_id, sample_id, system, axis) DO UPDATE SET "
+                "run_id = excluded.run_id, task = excluded.task, worker_id = excluded.worker_id, "
+                "rating = excluded.rating, batch_id = excluded.batch_id",
+                values,
+            )
+        return len(values)
+
+    def human_ratings(self, task: str | None = None, batch_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """Human ratings (every ``human_ratings`` column), optionally of one task or some batches."""
+        import pandas as pd
+
+        where, params = [], []
+        if task is not None:
+            where.append("task = ?")
+            params.append(task)
+        if batch_ids is not None:
+            where.append(f"batch_id IN ({', '.join('?' * len(batch_ids))})")
+            params.extend(batch_ids)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        return pd.read_sql_query(
+            f"SELECT * FROM human_ratings{clause} ORDER BY task, batch_id, sample_id, system, axis, id",
+            self.db.conn,
+            params=params,
+        )
+
+    def _ensure_crowd_tables(self) -> None:
+        """Create the crowd tables in a store made before they existed (idempotent)."""
+        for statement in CROWD_SCHEMA:
+            self.db.execute(statement)
+
+    def _has_table(self, name: str) -> bool:
+        return self.db[name].exists()
+
+
+@dataclass(frozen=True)
+class CrowdBatch:
+    """An exported crowd batch: its task, mode, template, rating axes and export options."""
+
+    batch_id: str
+    task: str
+    mode: str
+    template: str
+    axes: list[dict[str, Any]]
+    spec: dict[str, Any]
+    created_at: str
+
+
+@dataclass(frozen=True)
+class CrowdItem:
+    """One slot of a batch item: the sample and system behind it ('check': an attention check)."""
+
+    batch_id: str
+    item_id: str
+    slot: str
+    kind: str
+    sample_id: str
+    system: str
+    run_id: int | None
+    text: str
+    expected: dict[str, Any] | None
+
+
+class HumanRating(TypedDict):
+    """One rating, as given to ``add_human_ratings``."""
+
+    run_id: int | None
+    task: str
+    sample_id: str
+    system: str
+    worker_id: str
+    assignment_id: str
+    axis: str
+    rating: float
+    batch_id: str
 
 
 def _check_split(split: str) -> None:

@@ -50,9 +50,12 @@ def _guarded(spec: RunSpec, recorder: Any, output_root: Path) -> tuple[str, RunO
         return spec.label, None, _error_text(exc)
 
 
-def _die_with_parent() -> None:
-    """Pool initializer: on Linux, a worker is killed when the writer process dies (even by
+def _init_worker(log_level: int) -> None:
+    """Pool initializer: log like the writer; and on Linux, die when the writer dies (even by
     SIGKILL), so no orphan keeps writing into a run folder the next attempt resumes."""
+    logging.basicConfig(
+        level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+    )
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -145,7 +148,12 @@ class GridExecutor:
 
     def _run_processes(self, todo: Sequence[RunSpec], bar, jobs: int) -> None:
         context = multiprocessing.get_context("spawn")
-        with context.Manager() as manager, context.Pool(jobs, initializer=_die_with_parent) as pool:
+        with (
+            context.Manager() as manager,
+            context.Pool(
+                jobs, initializer=_init_worker, initargs=(logging.getLogger().getEffectiveLevel(),)
+            ) as pool,
+        ):
             messages = manager.Queue()
             pending = [
                 pool.apply_async(_worker, (spec, str(self.output_root), messages.put)) for spec in todo
