@@ -178,8 +178,21 @@ def overview_page(
         (_, csv), (_, json) = write_table(frame, out, stem)
         everything.rows.append([Cell(stem, sort=stem), Cell(csv, href=csv), Cell(json, href=json)])
     downloads.tables.append(everything)
-    page.sections = [leaderboard, improvement, Section("tasks", "Tasks", tables=[task_table]), downloads]
+    page.sections = [leaderboard, improvement, Section("tasks", "Tasks", tables=[task_table])]
+    if not results.ratings.empty:
+        page.sections.append(_ratings_overview(tasks, results.ratings))
+    page.sections.append(downloads)
     return page
+
+
+def _ratings_overview(tasks: list[TaskInfo], ratings: pd.DataFrame) -> Section:
+    """Every task's human ratings, one table each, on the overview."""
+    section = Section("ratings", "Human ratings")
+    for task in tasks:
+        rows = ratings[ratings["task"] == task.id]
+        if not rows.empty:
+            section.tables.append(pages.ratings_table(rows, f"ratings-{slug(task.id)}", task.name))
+    return section
 
 
 def _overview_notices(data: StoreData, tasks: list[TaskInfo], results: Results) -> list[str]:

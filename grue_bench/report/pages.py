@@ -314,7 +314,7 @@ def samples_table(
     return Table("samples", "Sample generations (test split, final iteration)", columns, rows, sortable=False)
 
 
-def ratings_table(ratings: pd.DataFrame) -> Table:
+def ratings_table(ratings: pd.DataFrame, table_id: str = "ratings", caption: str = "Human ratings") -> Table:
     """Human ratings per system and axis: mean with interval over ratings, counts."""
     columns = [Column("System"), Column("Axis"), Column("Mean rating", numeric=True)]
     columns += [Column("Ratings", numeric=True), Column("Workers", numeric=True)]
@@ -331,7 +331,7 @@ def ratings_table(ratings: pd.DataFrame) -> Table:
                 Cell(text=str(row.n_workers), sort=int(row.n_workers)),
             ]
         )
-    return Table("ratings", "Human ratings", columns, rows)
+    return Table(table_id, caption, columns, rows)
 
 
 def runs_table(runs: Sequence[RunRecord]) -> Table:

@@ -62,7 +62,10 @@ def test_export_ingest_and_the_leaderboard(run_grue, store_path: Path, tmp_path:
     assert "Human ratings" in page
     section = page[page.index("Human ratings") :]
     assert "plausibility" in section and "ppo" in section and "nlpo" in section
-    assert "human_ratings" in index.read_text()  # the overview lists the ratings table for download
+    overview = index.read_text()
+    assert "human_ratings" in overview  # the ratings table for download
+    ratings = overview[overview.index('id="section-ratings"') :]  # and the ratings section of the overview
+    assert 'id="ratings-commongen"' in ratings and "plausibility" in ratings and "nlpo" in ratings
 
 
 def test_a_rejected_results_file_exits_2_and_changes_nothing(run_grue, store_path: Path, tmp_path: Path):
