@@ -35,6 +35,7 @@ STAT_KEYS = (
     "rollout/reward",
     "rollout/length",
     "time/rollout_s",
+    "time/generation_s",
     "time/update_s",
 )
 
@@ -128,6 +129,7 @@ class OnPolicyAlgorithm:
             "rollout/reward": self.mean_across_ranks(float(info.task_rewards.mean())),
             "rollout/length": info.mean_length,
             "time/rollout_s": rollout_s,
+            "time/generation_s": self.collector.generation_s,
             "time/update_s": update_s,
         }
 

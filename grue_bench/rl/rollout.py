@@ -8,6 +8,7 @@ reference (log-probs) over the whole sequences. Nothing is replayed token by tok
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -147,6 +148,8 @@ class RolloutCollector:
     device: torch.device
     chunk_size: int = 64
     masker: ActionMasker | None = None
+    generation_s: float = 0.0
+    """Seconds spent inside generate() in the last collect (the rest is scoring and rewards)."""
 
     @torch.no_grad()
     def collect(
@@ -163,8 +166,10 @@ class RolloutCollector:
             k: [] for k in ("p", "pm", "r", "rm", "lp", "ref", "v", "am")
         }
         texts: list[str] = []
+        self.generation_s = 0.0
         for start in range(0, len(samples), self.chunk_size):
             part = samples[start : start + self.chunk_size]
+            started = time.perf_counter()
             gen = generate(
                 self.policy.lm,
                 self.tokenizer,
@@ -174,6 +179,7 @@ class RolloutCollector:
                 self.device,
                 self.masker,
             )
+            self.generation_s += time.perf_counter() - started
             action_mask = gen.action_mask
             out = self.policy(gen.tokens, action_mask=action_mask)
             ref_logits, _ = response_logits_and_hidden(self.ref_lm, gen.tokens, model_type, want_hidden=False)

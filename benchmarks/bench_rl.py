@@ -1,0 +1,149 @@
+"""Speed and memory of one RL fine-tuning loop, as one JSON line (run by hand, not a test).
+
+    python benchmarks/bench_rl.py --alg ppo --profile tiny --batch-size 16 --new-tokens 32 --iters 10
+    python benchmarks/bench_rl.py --alg ppo --model DIR --tokenizer DIR --prompts prompts.txt \\
+        --reward my_module:my_reward --batch-size 16 --new-tokens 32 --ppo-epochs 4 --minibatches 1
+
+The same workload can be given to other libraries: any `save_pretrained` causal LM, a prompts
+file (one per line), a reward `module:function` taking a list of texts and returning floats.
+Prints: sec_per_iter_median, sec_per_iter_min, gen_tokens_per_s (tokens generated per second
+inside generate()), e2e_tokens_per_s (per second of whole iterations), update_s_median,
+peak_rss_mb, reward_first and reward_last (mean reward of the first and last fifth of the
+iterations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import time
+from pathlib import Path
+
+
+class CallableReward:
+    """A plain ``texts -> floats`` function as a batched reward."""
+
+    def __init__(self, function) -> None:
+        self.function = function
+
+    def batch(self, prompts, generations, references, meta_infos):
+        return [float(x) for x in self.function(list(generations))]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--alg", default="ppo", choices=["ppo", "nlpo", "a2c", "trpo"])
+    parser.add_argument(
+        "--profile", default="tiny", choices=["tiny", "small"], help="when --model is not given"
+    )
+    parser.add_argument("--model", type=Path, help="a save_pretrained causal LM folder")
+    parser.add_argument("--tokenizer", type=Path, help="its tokenizer folder (default: --model)")
+    parser.add_argument("--prompts", type=Path, help="one prompt per line (default: IMDB train prompts)")
+    parser.add_argument("--reward", help="module:function, texts -> floats (default: increasing numbers)")
+    parser.add_argument("--batch-size", type=int, default=16, help="episodes per iteration")
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--ppo-epochs", type=int, default=4)
+    parser.add_argument("--minibatches", type=int, default=1)
+    parser.add_argument("--lr", type=float, default=1e-5)
+    parser.add_argument("--kl-coef", type=float, default=0.05)
+    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from grue_bench.data import Sample
+    from grue_bench.registry import import_object
+    from grue_bench.rewards.synthetic import IncreasingNumbers
+    from grue_bench.rl.hparams import A2CArgs, MaskableCausalPolicyArgs, NLPOArgs, PPOArgs, TRPOArgs
+    from grue_bench.rl.policy import ActorCritic
+    from grue_bench.rl.rollout import GenerationSettings
+    from grue_bench.rl.trainer import set_seed
+
+    set_seed(args.seed)
+    if args.model:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        lm = AutoModelForCausalLM.from_pretrained(args.model)
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or args.model)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+    else:
+        from grue_bench.models import load_base_lm
+
+        base = load_base_lm("causal", profile=args.profile, corpus_id="imdb")
+        lm, tokenizer = base.model, base.tokenizer
+    if args.prompts:
+        prompts = [line.rstrip("\n") for line in args.prompts.read_text().splitlines() if line.strip()]
+    else:
+        from grue_bench.datapools import TaskPool
+
+        prompts = [s.prompt_or_input_text for s in TaskPool.prepare("train", task="imdb")][:512]
+    reward = CallableReward(import_object(args.reward)) if args.reward else IncreasingNumbers(min_tokens=10)
+    minibatch = max(1, args.batch_size // args.minibatches)
+    hparams = {"ppo": PPOArgs, "nlpo": NLPOArgs, "a2c": A2CArgs, "trpo": TRPOArgs}[args.alg]
+    common = {"n_steps": args.batch_size, "batch_size": minibatch, "learning_rate": args.lr}
+    if args.alg in ("ppo", "nlpo"):
+        common["n_epochs"] = args.ppo_epochs
+    settings = GenerationSettings(
+        max_prompt_length=64,
+        prompt_truncation_side="left",
+        max_new_tokens=args.new_tokens,
+        terminate_on_eos=False,
+        generation_kwargs={"do_sample": True, "top_k": 0, "min_new_tokens": args.new_tokens},
+    )
+    algorithm_cls = import_object(hparams.implementation)
+    extra = {"mask_args": MaskableCausalPolicyArgs(min_tokens_to_keep=10)} if args.alg == "nlpo" else {}
+    algorithm = algorithm_cls(
+        ActorCritic(lm, "causal"),
+        tokenizer,
+        reward,
+        hparams(**common),
+        settings,
+        kl_coeff=args.kl_coef,
+        **extra,
+    )
+    pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]
+    rng = random.Random(args.seed)
+    seconds, updates, generation, rewards, tokens = [], [], [], [], []
+    for _ in range(args.iters):
+        started = time.perf_counter()
+        stats = algorithm.step(pool, rng)
+        seconds.append(time.perf_counter() - started)
+        updates.append(stats["time/update_s"])
+        generation.append(stats["time/generation_s"])
+        rewards.append(stats["rollout/reward"])
+        tokens.append(stats["rollout/length"] * args.batch_size)
+    fifth = max(1, args.iters // 5)
+    print(
+        json.dumps(
+            {
+                "alg": args.alg,
+                "model": str(args.model or args.profile),
+                "params": lm.num_parameters(),
+                "batch_size": args.batch_size,
+                "new_tokens": args.new_tokens,
+                "iters": args.iters,
+                "sec_per_iter_median": round(statistics.median(seconds), 4),
+                "sec_per_iter_min": round(min(seconds), 4),
+                "gen_tokens_per_s": round(sum(tokens) / sum(generation), 1),
+                "e2e_tokens_per_s": round(sum(tokens) / sum(seconds), 1),
+                "update_s_median": round(statistics.median(updates), 4),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "reward_first": round(statistics.mean(rewards[:fifth]), 4),
+                "reward_last": round(statistics.mean(rewards[-fifth:]), 4),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
