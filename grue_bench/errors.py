@@ -46,11 +46,5 @@ class GrueError(Exception):
         return "\n".join([head, *("- " + p.render(self.source) for p in self.problems)])
 
 
-class NotAvailableError(GrueError):
-    """A capability that this version of GRUE Bench does not have yet."""
-
-    exit_code = 3
-
-
 class MissingAssetError(GrueError):
     """An offline asset (model weights, metric data, jar) is missing; says how to provide it."""

@@ -42,14 +42,6 @@ def test_ls_lists_every_kind(run_grue):
         assert f"  {id} " in out
 
 
-@pytest.mark.parametrize("command", [])
-def test_unfinished_commands_say_so_and_fail(run_grue, command):
-    code, out, err = run_grue(command)
-    assert code == 3
-    assert "not available in this version yet" in err
-    assert out == ""
-
-
 def test_unknown_subcommand_is_a_usage_error(capsys):
     from grue_bench.cli import main
 

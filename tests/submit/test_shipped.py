@@ -1,0 +1,49 @@
+"""The reference baselines shipped in baselines/ pass every check, and their stated numbers (what the
+runs logged) are what re-scoring gives. Re-scoring all 7 tasks x 3 seeds takes minutes, so only ToTTo's
+seed 0 is re-scored here; `grue submit baselines/<name> --dry-run` re-scores everything."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grue_bench.runner.grid import GRUE_TASKS
+from grue_bench.submit.rescore import agrees, rescore
+from grue_bench.submit.validate import ValidSubmission, validate
+
+BASELINES = Path(__file__).resolve().parents[2] / "baselines"
+SHIPPED = {"tiny-zero-shot": "zero-shot", "tiny-supervised": "supervised"}
+
+
+@pytest.fixture(scope="module", params=sorted(SHIPPED))
+def shipped(request: pytest.FixtureRequest) -> ValidSubmission:
+    return validate(BASELINES / request.param)
+
+
+def test_shipped_baselines_are_accepted(shipped: ValidSubmission):
+    assert shipped.meta.algorithm == SHIPPED[shipped.meta.name]
+    assert shipped.meta.profile == "tiny"
+    assert sorted(shipped.tasks) == sorted(GRUE_TASKS)
+    for task in shipped.tasks.values():
+        assert sorted(task.seeds) == [0, 1, 2]
+        assert shipped.meta.tasks[task.task].scores is not None
+
+
+def test_rescored_numbers_equal_the_stated_ones(shipped: ValidSubmission):
+    task = shipped.tasks["totto"]
+    one_seed = ValidSubmission(shipped.root, shipped.meta, {"totto": replace(task, seeds={0: task.seeds[0]})})
+    rescored = rescore(one_seed).tasks["totto"].seeds[0]
+    stated = shipped.meta.tasks["totto"].scores[0]
+    assert set(rescored) == set(stated)
+    assert all(agrees(stated[key], rescored[key]) for key in stated), {
+        key: (stated[key], rescored[key]) for key in stated if not agrees(stated[key], rescored[key])
+    }
+
+
+def test_every_shipped_folder_is_a_valid_submission():
+    folders = [path.parent for path in BASELINES.glob("*/submission.yaml")]
+    assert {folder.name for folder in folders} >= set(SHIPPED)
+    for folder in folders:
+        validate(folder)
