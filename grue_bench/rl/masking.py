@@ -61,6 +61,7 @@ class MaskLogitsProcessor:
         self.prompt_ids = prompt_ids
         self.prompt_mask = prompt_mask
         self.step_masks: list[torch.Tensor] = []
+        self.encoder_outputs = None  # seq2seq: the prompts are encoded once, not at every step
 
     def masks(self) -> torch.Tensor:
         """The allowed tokens of every generated step [B, T, V]."""
@@ -78,8 +79,14 @@ class MaskLogitsProcessor:
                 input_ids=input_ids, attention_mask=attention, position_ids=causal_position_ids(attention)
             ).logits[:, -1]
         else:
+            if self.encoder_outputs is None:
+                self.encoder_outputs = model.get_encoder()(
+                    input_ids=self.prompt_ids, attention_mask=self.prompt_mask
+                )
             logits = model(
-                input_ids=self.prompt_ids, attention_mask=self.prompt_mask, decoder_input_ids=input_ids
+                encoder_outputs=self.encoder_outputs,
+                attention_mask=self.prompt_mask,
+                decoder_input_ids=input_ids,
             ).logits[:, -1]
         allowed = self.masker.mask_from_logits(logits[:, : scores.size(-1)])
         self.step_masks.append(allowed)

@@ -107,3 +107,21 @@ def test_refresh_happens_every_target_update_iterations(every):
     for _ in range(7):
         nlpo.step(pool, random.Random(0))
     assert refreshed == [i for i in range(1, 7) if i % every == 0]
+
+
+def test_seq2seq_processor_encodes_the_prompts_once_and_masks_like_a_full_pass():
+    from grue_bench.rl.masking import ActionMasker
+    from grue_bench.rl.rollout import encode_prompts
+
+    from .tiny_lm import tiny_seq2seq
+
+    tokenizer = word_tokenizer()
+    lm = tiny_seq2seq(tokenizer).eval()
+    ids, mask = encode_prompts(tokenizer, ["1 2 3", "the cat runs"], SETTINGS, "seq2seq", "cpu")
+    processor = ActionMasker(lm, "seq2seq", "learned_top_p", 0.5, 1).processor(ids, mask)
+    for decoded in ([[0, 5]], [[0, 5, 6]]):  # two generation steps
+        step = torch.tensor(decoded * 2)
+        processor(step, torch.zeros(2, len(tokenizer)))
+        full = lm(input_ids=ids, attention_mask=mask, decoder_input_ids=step).logits[:, -1]
+        assert torch.equal(processor.step_masks[-1], top_p_mask(full, 0.5))
+    assert processor.encoder_outputs is not None
