@@ -50,9 +50,16 @@ def _guarded(spec: RunSpec, recorder: Any, output_root: Path) -> tuple[str, RunO
         return spec.label, None, _error_text(exc)
 
 
-def _init_worker(log_level: int) -> None:
-    """Pool initializer: log like the writer; and on Linux, die when the writer dies (even by
-    SIGKILL), so no orphan keeps writing into a run folder the next attempt resumes."""
+_MESSAGES: Any = None
+"""In a worker process: the queue to the writer (handed over when the worker starts)."""
+
+
+def _init_worker(log_level: int, messages: Any) -> None:
+    """Pool initializer: keep the writer's queue, log like the writer; and on Linux, die when the
+    writer dies (even by SIGKILL), so no orphan keeps writing into a run folder the next attempt
+    resumes."""
+    global _MESSAGES
+    _MESSAGES = messages
     logging.basicConfig(
         level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
     )
@@ -64,8 +71,16 @@ def _init_worker(log_level: int) -> None:
 
 
 def _worker(spec: RunSpec, output_root: str, send: Any) -> tuple[str, RunOutcome | None, str | None]:
-    """Run one spec in a worker process; what it records goes back to the writer as messages."""
+    """Run one spec away from the writer; what it records goes back to the writer as messages."""
     return _guarded(spec, MessageRecorder(key=spec.label, send=send), Path(output_root))
+
+
+def _process_task(spec: RunSpec, output_root: str) -> tuple[str, RunOutcome | None, str | None]:
+    """A run in a pool worker. Its last message says it has sent everything (a queue is FIFO per
+    sender), so the writer records the outcome only after every row of the run."""
+    result = _worker(spec, output_root, _MESSAGES.put)
+    _MESSAGES.put((spec.label, "end", ()))
+    return result
 
 
 class GridExecutor:
@@ -148,27 +163,26 @@ class GridExecutor:
 
     def _run_processes(self, todo: Sequence[RunSpec], bar, jobs: int) -> None:
         context = multiprocessing.get_context("spawn")
-        with (
-            context.Manager() as manager,
-            context.Pool(
-                jobs, initializer=_init_worker, initargs=(logging.getLogger().getEffectiveLevel(),)
-            ) as pool,
-        ):
-            messages = manager.Queue()
-            pending = [
-                pool.apply_async(_worker, (spec, str(self.output_root), messages.put)) for spec in todo
-            ]
-            while pending:
+        messages = context.Queue()
+        level = logging.getLogger().getEffectiveLevel()
+        with context.Pool(jobs, initializer=_init_worker, initargs=(level, messages)) as pool:
+            results = {
+                spec.label: pool.apply_async(_process_task, (spec, str(self.output_root))) for spec in todo
+            }
+            ended: set[str] = set()
+            while results:
                 try:
-                    self._apply(messages.get(timeout=0.5))
-                    continue
+                    label, method, args = messages.get(timeout=0.5)
+                    if method == "end":
+                        ended.add(label)
+                    else:
+                        self._apply((label, method, args))
                 except queue_module.Empty:
                     pass
-                for result in [r for r in pending if r.ready()]:
-                    pending.remove(result)
-                    while not messages.empty():  # everything the run sent comes before its end
-                        self._apply(messages.get())
-                    self._record(*result.get())
+                for label in [
+                    label for label, result in results.items() if result.ready() and label in ended
+                ]:
+                    self._record(*results.pop(label).get())
                     bar.update(1)
 
     def _run_ray(self, todo: Sequence[RunSpec], bar, ray_address: str | None) -> None:
