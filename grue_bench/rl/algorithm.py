@@ -87,9 +87,6 @@ class OnPolicyAlgorithm:
     def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
         return torch.optim.AdamW(policy.parameters(), lr=self.args.learning_rate, weight_decay=0.0)
 
-    def episodes_per_iteration(self) -> int:
-        return self.args.n_steps
-
     def update(self, rollout: Rollout) -> dict[str, float]:
         """One optimisation phase on a rollout; returns ``train/*`` statistics."""
         raise NotImplementedError
@@ -108,7 +105,7 @@ class OnPolicyAlgorithm:
         """One iteration: rollout, update, KL-coefficient update. Returns the iteration's stats."""
         self.before_rollout()
         started = time.perf_counter()
-        samples = [pool[rng.randrange(len(pool))] for _ in range(self.episodes_per_iteration())]
+        samples = [pool[rng.randrange(len(pool))] for _ in range(self.args.n_steps)]
         rollout, info = self.collector.collect(
             samples, self.kl.value, self.args.gamma, self.args.gae_lambda, self.args.normalize_advantage
         )

@@ -14,6 +14,7 @@ from grue_bench import plugins
 from grue_bench.config import apply_override, build_config
 from grue_bench.models import load_base_lm
 from grue_bench.models.corpora import task_corpus
+from grue_bench.rl.algorithm import STAT_KEYS
 from grue_bench.rl.trainer import build_reward, load_pool, make_rl_algorithm, set_seed
 
 MAX_REWARD = 1.0
@@ -62,7 +63,9 @@ def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
         config, copy.deepcopy(base.model), base.tokenizer, model_type, build_reward(config)
     )
     pool, rng = list(load_pool(config, "train")), random.Random(seed)
-    rewards = [algorithm.step(pool, rng)["rollout/reward"] for _ in range(3)]
+    first = algorithm.step(pool, rng)
+    assert set(STAT_KEYS) <= set(first)  # the same metric keys for every algorithm
+    rewards = [first["rollout/reward"], *(algorithm.step(pool, rng)["rollout/reward"] for _ in range(2))]
     start = sum(rewards) / 3
     bar = start + 0.5 * (MAX_REWARD - start)
     while len(rewards) < MAX_ITERATIONS[alg]:
