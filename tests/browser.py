@@ -12,7 +12,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 CHROMIUM = Path("/usr/bin/chromium")
+
+requires_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="needs Debian's chromium at /usr/bin/chromium (make system-deps installs it)",
+)
 
 
 class Browser:

@@ -26,3 +26,15 @@ def run_grue(capsys):
         return code, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a test module (see tests/browser.py)."""
+    from browser import Browser
+
+    opened = Browser()
+    try:
+        yield opened
+    finally:
+        opened.close()

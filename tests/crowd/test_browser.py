@@ -6,30 +6,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, Browser
+from browser import Browser, requires_chromium
 
 from grue_bench.crowd.preview import preview
 from grue_bench.crowd.templates import PAIRWISE, available, example_csv, load_template, read_rows, render
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="needs Debian's chromium at /usr/bin/chromium (make system-deps installs it)",
-)
+pytestmark = requires_chromium
 
 PAGES = [(name, number) for name in available() for number in range(1, len(read_rows(example_csv(name))) + 1)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    opened = Browser()
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 @pytest.fixture(scope="module")

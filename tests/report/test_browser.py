@@ -5,25 +5,12 @@ header click, plots that load, and run strings that never run as script."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, Browser
+from browser import Browser, requires_chromium
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="needs Debian's chromium at /usr/bin/chromium (make system-deps installs it)",
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    opened = Browser()
-    try:
-        yield opened
-    finally:
-        opened.close()
+pytestmark = requires_chromium
 
 
 def column(browser: Browser, table: str, header: str, text: bool = False) -> list[str]:
