@@ -24,6 +24,10 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=20, help="PPO iterations after the warm start")
     parser.add_argument("--store", type=Path, default=Path("imdb_warm_start.sqlite"))
     parser.add_argument("--output-dir", type=Path, default=Path("imdb_warm_start_runs"))
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="config override, as for `grue run --set` (repeatable)",
+    )
     args = parser.parse_args()
 
     from grue_bench.runner.executor import GridExecutor
@@ -31,7 +35,11 @@ def main() -> None:
     from grue_bench.runner.run import WARM_START
     from grue_bench.store import Store
 
-    overrides = [f"train_evaluation.n_iters={args.iters}", f"train_evaluation.eval_every={args.iters}"]
+    overrides = [
+        f"train_evaluation.n_iters={args.iters}",
+        f"train_evaluation.eval_every={args.iters}",
+        *args.overrides,
+    ]
     specs = build_specs(["imdb"], ["supervised+ppo"], list(range(args.seeds)), "tiny", overrides=overrides)
     started = time.perf_counter()
     with Store(args.store) as store:

@@ -338,7 +338,7 @@ class Store:
                 log.info("run %s is %s: skipped", key[:10], existing["status"])
                 return RunRecord.from_row(existing)
             else:
-                # Resume: keep the first attempt's start time, provenance and checkpoint.
+                # Resume: keep the provenance and the checkpoint; started_at is reset when it executes.
                 resumed = {"status": "running", "error": None, "finished_at": None, "duration_s": None}
                 self.db["runs"].update(existing["id"], resumed)
                 log.info(
@@ -366,6 +366,12 @@ class Store:
         where = " AND ".join(f"{column} = :{column}" for column in given)
         rows = self.db["runs"].rows_where(where or None, given or None, order_by="task, alg, seed, id")
         return [RunRecord.from_row(row) for row in rows]
+
+    def mark_executing(self, run_id: int) -> None:
+        """The run (or this attempt at it) starts executing now: its duration counts from here, not
+        from the time its grid registered it (a run may wait in the queue behind others)."""
+        with self.transaction():
+            self.db["runs"].update(run_id, {"started_at": _now()})
 
     def set_checkpoint(self, run_id: int, iteration: int) -> None:
         """Record the last iteration whose checkpoint is saved (where a resume starts)."""

@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 
 class Recorder(Protocol):
+    def begin(self) -> None: ...
+
     def metrics(self, iteration: int, split: str, values: dict[str, float]) -> None: ...
 
     def generations(self, iteration: int, split: str, rows: list[dict[str, Any]]) -> None: ...
@@ -24,6 +26,9 @@ class StoreRecorder:
 
     store: Any
     run_id: int
+
+    def begin(self) -> None:
+        self.store.mark_executing(self.run_id)
 
     def metrics(self, iteration: int, split: str, values: dict[str, float]) -> None:
         self.store.log_metrics(self.run_id, iteration, split, values)
@@ -49,6 +54,9 @@ class MessageRecorder:
             self.send(message)
         else:
             self.messages.append(message)
+
+    def begin(self) -> None:
+        self._emit("begin")
 
     def metrics(self, iteration: int, split: str, values: dict[str, float]) -> None:
         self._emit("metrics", iteration, split, values)

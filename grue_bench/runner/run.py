@@ -95,6 +95,7 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
         supervised_fit,
     )
 
+    recorder.begin()
     started = time.perf_counter()
     config = spec.config
     out = run_dir(output_root, spec)

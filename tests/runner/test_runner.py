@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import datetime
 
 import pytest
 
@@ -127,6 +128,17 @@ def test_two_processes_on_one_store_both_finish(tmp_path):
     assert rows(store, "select count(*) from metrics where split='rollout' and name='rollout/reward'") == [
         (8,)
     ]
+
+
+def test_a_run_duration_counts_from_its_own_start_not_the_grid_start(tmp_path):
+    specs = build_specs(["increasing_numbers"], ["ppo"], [0, 1], "tiny", overrides=FAST)
+    with Store(tmp_path / "s.sqlite") as store:
+        GridExecutor(store, tmp_path / "runs").run(specs)
+        first, second = sorted(store.runs(status="finished"), key=lambda r: r.seed)
+    assert second.started_at >= first.finished_at  # seed 1 waited for seed 0; its clock did not run
+    for run in (first, second):
+        span = datetime.fromisoformat(run.finished_at) - datetime.fromisoformat(run.started_at)
+        assert run.duration_s == pytest.approx(span.total_seconds(), abs=1e-3)
 
 
 class NaNAfterFirstCall(RewardFunction):
