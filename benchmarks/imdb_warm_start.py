@@ -25,7 +25,11 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=Path("imdb_warm_start.sqlite"))
     parser.add_argument("--output-dir", type=Path, default=Path("imdb_warm_start_runs"))
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="config override, as for `grue run --set` (repeatable)",
     )
     args = parser.parse_args()
