@@ -12,6 +12,8 @@ ALGORITHMS: Registry = Registry(
         "nlpo": "grue_bench.rl.hparams:NLPOArgs",
         "a2c": "grue_bench.rl.hparams:A2CArgs",
         "trpo": "grue_bench.rl.hparams:TRPOArgs",
+        "grpo": "grue_bench.rl.hparams:GRPOArgs",
+        "rloo": "grue_bench.rl.hparams:RLOOArgs",
         "supervised": "grue_bench.rl.hparams:SupervisedArgs",
     },
 )

@@ -23,21 +23,14 @@ def whiten(values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) ->
 
 
 def token_rewards(
-    task_reward: torch.Tensor,
-    logprobs: torch.Tensor,
-    ref_logprobs: torch.Tensor,
-    mask: torch.Tensor,
-    beta: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """r_t = -beta * (log pi - log pi_ref), plus the task reward at each sequence's last token.
-
-    Returns the rewards [B, T] and the per-token KL [B, T] (both zero on padding).
-    """
-    kl = (logprobs - ref_logprobs) * mask
+    task_reward: torch.Tensor, kl: torch.Tensor, mask: torch.Tensor, beta: float
+) -> torch.Tensor:
+    """r_t = -beta * kl_t (kl_t = log pi - log pi_ref), plus the task reward at each sequence's
+    last token; zero on padding."""
     rewards = -beta * kl
     last = (mask.sum(1).long() - 1).clamp(min=0)
     rewards[torch.arange(rewards.size(0)), last] += task_reward
-    return rewards * mask, kl
+    return rewards * mask
 
 
 def gae(

@@ -1,7 +1,9 @@
-"""What every on-policy algorithm shares: one iteration = collect a rollout, update, adapt beta.
+"""What every on-policy algorithm shares: one iteration = draw prompts, sample and score
+episodes, assign credit, update, adapt beta.
 
-An algorithm subclasses ``OnPolicyAlgorithm`` and writes only its ``update``. Metric keys are
-the same for every algorithm (see ``STAT_KEYS``).
+An algorithm subclasses ``OnPolicyAlgorithm`` and writes its ``update``; critic-free ones also
+write how prompts are drawn (``draw``) and how credit is assigned (``credit``; GAE by default).
+Metric keys are the same for every algorithm (see ``STAT_KEYS``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Any
 import torch
 
 from grue_bench.data import Sample
+from grue_bench.rl.advantages import gae, token_rewards, whiten
 from grue_bench.rl.batch import Rollout
 from grue_bench.rl.hparams import AlgArgs
 from grue_bench.rl.kl import make_kl_controller
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, frozen_copy
-from grue_bench.rl.rollout import GenerationSettings, RolloutCollector
+from grue_bench.rl.rollout import Episodes, GenerationSettings, RolloutCollector
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,8 @@ class OnPolicyAlgorithm:
     """Rollout collection, KL control and the iteration loop; subclasses implement ``update``."""
 
     Args: type[AlgArgs] = AlgArgs
+    uses_critic: bool = True
+    """Whether rollouts need the value head's estimates (critic-free algorithms skip them)."""
 
     def __init__(
         self,
@@ -87,6 +92,20 @@ class OnPolicyAlgorithm:
     def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
         return torch.optim.AdamW(policy.parameters(), lr=self.args.learning_rate, weight_decay=0.0)
 
+    def draw(self, pool: Sequence[Sample], rng: random.Random) -> list[Sample]:
+        """The prompts of one iteration: ``n_steps`` drawn with replacement."""
+        return [pool[rng.randrange(len(pool))] for _ in range(self.args.n_steps)]
+
+    def credit(self, episodes: Episodes) -> Rollout:
+        """Per-token rewards (task reward at the end, -beta * KL at every token), GAE advantages
+        and returns, advantages whitened over the rollout if asked."""
+        mask = episodes.tokens.response_mask
+        rewards = token_rewards(episodes.task_rewards, episodes.kl, mask, self.kl.value)
+        advantages, returns = gae(rewards, episodes.values, mask, self.args.gamma, self.args.gae_lambda)
+        if self.args.normalize_advantage:
+            advantages = whiten(advantages, mask)
+        return episodes.to_rollout(advantages, returns)
+
     def update(self, rollout: Rollout) -> dict[str, float]:
         """One optimisation phase on a rollout; returns ``train/*`` statistics."""
         raise NotImplementedError
@@ -105,26 +124,24 @@ class OnPolicyAlgorithm:
         """One iteration: rollout, update, KL-coefficient update. Returns the iteration's stats."""
         self.before_rollout()
         started = time.perf_counter()
-        samples = [pool[rng.randrange(len(pool))] for _ in range(self.args.n_steps)]
-        rollout, info = self.collector.collect(
-            samples, self.kl.value, self.args.gamma, self.args.gae_lambda, self.args.normalize_advantage
-        )
+        episodes = self.collector.collect(self.draw(pool, rng), with_values=self.uses_critic)
+        rollout = self.credit(episodes)
         rollout_s = time.perf_counter() - started
         started = time.perf_counter()
         self.policy.train()
         train_stats = self.update(rollout)
         update_s = time.perf_counter() - started
-        kl_to_ref = self.mean_across_ranks(info.kl_to_ref)
+        kl_to_ref = self.mean_across_ranks(float(episodes.kl.sum(1).mean()))
         kl_coef = self.kl.value
         self.kl.update(kl_to_ref)
         self.iteration += 1
-        self.last_texts = info.texts
+        self.last_texts = episodes.texts
         return {
             **train_stats,
             "train/kl_to_ref": kl_to_ref,
             "train/kl_coef": kl_coef,
-            "rollout/reward": self.mean_across_ranks(float(info.task_rewards.mean())),
-            "rollout/length": info.mean_length,
+            "rollout/reward": self.mean_across_ranks(float(episodes.task_rewards.mean())),
+            "rollout/length": float(episodes.tokens.response_mask.sum(1).mean()),
             "time/rollout_s": rollout_s,
             "time/generation_s": self.collector.generation_s,
             "time/update_s": update_s,

@@ -34,9 +34,9 @@ class Rollout(TokenBatch):
 
     logprobs: torch.Tensor  # [B, T] log pi_old(a_t | s_t)
     ref_logprobs: torch.Tensor  # [B, T]
-    values: torch.Tensor  # [B, T]
+    values: torch.Tensor | None  # [B, T] V_old(s_t); None without a critic
     advantages: torch.Tensor  # [B, T]
-    returns: torch.Tensor  # [B, T]
+    returns: torch.Tensor | None  # [B, T] the critic's regression targets; None without a critic
     action_mask: torch.Tensor | None = None  # [B, T, V] bool: NLPO's allowed tokens, else None
 
     def select(self, index: torch.Tensor) -> Rollout:

@@ -95,6 +95,41 @@ class NLPOArgs(PPOArgs):
     masked_sampling: ClassVar[bool] = True
 
 
+class GroupArgs(PPOArgs):
+    """Critic-free, group-sampled policy optimisation: each prompt is answered ``group_size``
+    times and the group's rewards are each other's baseline. ``n_steps`` counts episodes (a
+    multiple of ``group_size``); gamma, gae_lambda, vf_coef and clip_range_vf have no use."""
+
+    group_size: int = Field(4, ge=2)
+    """Responses sampled per prompt (TRL's num_generations)."""
+    n_epochs: PositiveInt = 1
+    """Passes over each rollout (TRL's num_iterations): 1 makes one update per rollout."""
+
+    @model_validator(mode="after")
+    def _whole_groups(self) -> GroupArgs:
+        if self.n_steps % self.group_size:
+            raise ValueError(
+                f"n_steps ({self.n_steps}) must be a multiple of group_size ({self.group_size}): "
+                "every prompt is answered group_size times"
+            )
+        return self
+
+
+class GRPOArgs(GroupArgs):
+    """Group Relative Policy Optimization (Shao et al. 2024)."""
+
+    implementation: ClassVar[str] = "grue_bench.rl.grpo:GRPO"
+
+    scale_rewards: bool = True
+    """Divide each group's centred rewards by the group's standard deviation."""
+
+
+class RLOOArgs(GroupArgs):
+    """REINFORCE Leave-One-Out (Ahmadian et al. 2024)."""
+
+    implementation: ClassVar[str] = "grue_bench.rl.rloo:RLOO"
+
+
 class A2CArgs(AlgArgs):
     """Advantage actor-critic: one unclipped update per rollout."""
 

@@ -20,73 +20,82 @@ from grue_bench.rl.hparams import PPOArgs
 
 
 @dataclass(frozen=True)
-class PPOLoss:
-    policy: torch.Tensor
-    value: torch.Tensor
+class ClippedPolicyLoss:
+    loss: torch.Tensor
     approx_kl: torch.Tensor
     clipfrac: torch.Tensor
 
 
-def ppo_loss(
+def clipped_policy_loss(
     logprobs: torch.Tensor,
-    values: torch.Tensor,
-    batch: Rollout,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
     clip_range: float,
-    clip_range_vf: float | None,
-) -> PPOLoss:
-    """PPO's clipped policy loss and (optionally clipped) value loss on a minibatch."""
-    mask = batch.response_mask
-    log_ratio = (logprobs - batch.logprobs) * mask
+) -> ClippedPolicyLoss:
+    """mean(max(-A * ratio, -A * clip(ratio, 1 - eps, 1 + eps))) over response tokens, with the
+    approximate KL to the rollout policy and the share of clipped ratios."""
+    log_ratio = (logprobs - old_logprobs) * mask
     ratio = log_ratio.exp()
-    pg_losses = -batch.advantages * ratio
-    pg_clipped = -batch.advantages * ratio.clamp(1 - clip_range, 1 + clip_range)
-    policy_loss = masked_mean(torch.max(pg_losses, pg_clipped), mask)
+    pg_losses = -advantages * ratio
+    pg_clipped = -advantages * ratio.clamp(1 - clip_range, 1 + clip_range)
+    loss = masked_mean(torch.max(pg_losses, pg_clipped), mask)
+    with torch.no_grad():
+        approx_kl = masked_mean((ratio - 1) - log_ratio, mask)
+        clipfrac = masked_mean(((ratio - 1).abs() > clip_range).float(), mask)
+    return ClippedPolicyLoss(loss, approx_kl, clipfrac)
 
+
+def clipped_value_loss(values: torch.Tensor, batch: Rollout, clip_range_vf: float | None) -> torch.Tensor:
+    """0.5 * mean(max((V - R)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - R)^2))."""
     v_losses = (values - batch.returns) ** 2
     if clip_range_vf is not None:
         v_clipped = batch.values + (values - batch.values).clamp(-clip_range_vf, clip_range_vf)
         v_losses = torch.max(v_losses, (v_clipped - batch.returns) ** 2)
-    value_loss = 0.5 * masked_mean(v_losses, mask)
-
-    with torch.no_grad():
-        approx_kl = masked_mean((ratio - 1) - log_ratio, mask)
-        clipfrac = masked_mean(((ratio - 1).abs() > clip_range).float(), mask)
-    return PPOLoss(policy_loss, value_loss, approx_kl, clipfrac)
+    return 0.5 * masked_mean(v_losses, batch.response_mask)
 
 
 class PPO(OnPolicyAlgorithm):
+    """PPO's loss on top of the shared epochs x minibatches loop; GRPO and RLOO reuse the loop
+    with their own ``loss``."""
+
     Args = PPOArgs
     args: PPOArgs
+
+    def loss(self, mb: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The minibatch loss and its parts, keyed as in ``STAT_KEYS``."""
+        args = self.args
+        out = self.policy(mb, action_mask=mb.action_mask)
+        pg = clipped_policy_loss(out.logprobs, mb.logprobs, mb.advantages, mb.response_mask, args.clip_range)
+        value_loss = clipped_value_loss(out.values, mb, args.clip_range_vf)
+        entropy = masked_mean(out.entropy, mb.response_mask)
+        loss = pg.loss + args.vf_coef * value_loss - args.ent_coef * entropy
+        return loss, {
+            "train/policy_loss": pg.loss,
+            "train/value_loss": value_loss,
+            "train/entropy": entropy,
+            "train/approx_kl": pg.approx_kl,
+            "train/clipfrac": pg.clipfrac,
+        }
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         args = self.args
         generator = torch.Generator().manual_seed(self.iteration)
-        totals: dict[str, list[float]] = {k: [] for k in ("pg", "v", "ent", "kl", "clip")}
+        totals: dict[str, list[float]] = {}
         for _ in range(args.n_epochs):
-            epoch_start = len(totals["kl"])
+            epoch_kl = []
             for index in self.minibatches(len(rollout), generator):
-                mb = rollout.select(index)
-                out = self.policy(mb, action_mask=mb.action_mask)
-                losses = ppo_loss(out.logprobs, out.values, mb, args.clip_range, args.clip_range_vf)
-                entropy = masked_mean(out.entropy, mb.response_mask)
-                loss = losses.policy + args.vf_coef * losses.value - args.ent_coef * entropy
+                loss, parts = self.loss(rollout.select(index))
                 self.optimizer.zero_grad()
                 self.accelerator.backward(loss)
                 self.accelerator.clip_grad_norm_(self.policy.parameters(), args.max_grad_norm)
                 self.optimizer.step()
-                stats = (losses.policy, losses.value, entropy, losses.approx_kl, losses.clipfrac)
-                for key, value in zip(totals, stats, strict=True):
-                    totals[key].append(float(value.detach()))
-            epoch_kl = self.mean_across_ranks(_mean(totals["kl"][epoch_start:]))
-            if args.target_kl is not None and epoch_kl > 1.5 * args.target_kl:
+                for key, value in parts.items():
+                    totals.setdefault(key, []).append(float(value.detach()))
+                epoch_kl.append(totals["train/approx_kl"][-1])
+            if args.target_kl is not None and self.mean_across_ranks(_mean(epoch_kl)) > 1.5 * args.target_kl:
                 break  # the policy moved too far from the rollout policy: stop this phase early
-        return {
-            "train/policy_loss": _mean(totals["pg"]),
-            "train/value_loss": _mean(totals["v"]),
-            "train/entropy": _mean(totals["ent"]),
-            "train/approx_kl": _mean(totals["kl"]),
-            "train/clipfrac": _mean(totals["clip"]),
-        }
+        return {key: _mean(values) for key, values in totals.items()}
 
 
 def _mean(values: list[float]) -> float:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
 
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
-from grue_bench.rl.advantages import gae, token_rewards, whiten
 from grue_bench.rl.batch import Rollout, TokenBatch
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, logprobs_and_entropy, response_logits_and_hidden
@@ -127,13 +126,33 @@ def pad_left(tensors: list[torch.Tensor], value: float) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class RolloutStats:
-    """What a rollout says about the policy, for logging."""
+class Episodes:
+    """Sampled, scored episodes, padded into one batch; the algorithm turns them into a ``Rollout``."""
 
+    tokens: TokenBatch
     texts: list[str]
-    task_rewards: torch.Tensor  # [N]
-    kl_to_ref: float
-    mean_length: float
+    task_rewards: torch.Tensor  # [N] the reward function's score of each episode
+    logprobs: torch.Tensor  # [N, T] log pi_old(a_t | s_t)
+    ref_logprobs: torch.Tensor  # [N, T] log pi_ref(a_t | s_t)
+    values: torch.Tensor | None  # [N, T] V(s_t), None for critic-free algorithms
+    action_mask: torch.Tensor | None  # [N, T, V] NLPO's allowed tokens
+
+    @property
+    def kl(self) -> torch.Tensor:
+        """The per-token KL estimate log pi - log pi_ref [N, T], zero on padding."""
+        return (self.logprobs - self.ref_logprobs) * self.tokens.response_mask
+
+    def to_rollout(self, advantages: torch.Tensor, returns: torch.Tensor | None = None) -> Rollout:
+        """The update's batch, with the credit the algorithm assigned."""
+        return Rollout(
+            **{f.name: getattr(self.tokens, f.name) for f in fields(self.tokens)},
+            logprobs=self.logprobs,
+            ref_logprobs=self.ref_logprobs,
+            values=self.values,
+            advantages=advantages,
+            returns=returns,
+            action_mask=self.action_mask,
+        )
 
 
 @dataclass
@@ -152,15 +171,8 @@ class RolloutCollector:
     """Seconds spent inside generate() in the last collect (the rest is scoring and rewards)."""
 
     @torch.no_grad()
-    def collect(
-        self,
-        samples: Sequence[Sample],
-        beta: float,
-        gamma: float,
-        lam: float,
-        normalize_advantage: bool = True,
-    ) -> tuple[Rollout, RolloutStats]:
-        """A full rollout over ``samples``: responses, rewards, advantages, returns."""
+    def collect(self, samples: Sequence[Sample], with_values: bool = True) -> Episodes:
+        """Responses to ``samples``, their rewards, log-probs, reference log-probs (and values)."""
         model_type = self.policy.model_type
         chunks: dict[str, list[torch.Tensor]] = {
             k: [] for k in ("p", "pm", "r", "rm", "lp", "ref", "v", "am")
@@ -181,7 +193,7 @@ class RolloutCollector:
             )
             self.generation_s += time.perf_counter() - started
             action_mask = gen.action_mask
-            out = self.policy(gen.tokens, action_mask=action_mask)
+            out = self.policy(gen.tokens, action_mask=action_mask, with_values=with_values)
             ref_logits, _ = response_logits_and_hidden(self.ref_lm, gen.tokens, model_type, want_hidden=False)
             ref_logprobs, _ = logprobs_and_entropy(ref_logits, gen.tokens.response_ids)
             for key, tensor in zip(
@@ -214,32 +226,20 @@ class RolloutCollector:
                 key="reward_fn",
                 fix="make the reward return one finite float per generation",
             )
-        task_reward = torch.tensor([float(x) for x in scores], device=self.device)
         pad_id = self.tokenizer.pad_token_id
         prompt_pad = pad_left if model_type == "causal" else pad_right
-        mask = pad_right(chunks["rm"], 0.0)
-        logprobs, ref_logprobs = pad_right(chunks["lp"], 0.0), pad_right(chunks["ref"], 0.0)
-        values = pad_right(chunks["v"], 0.0)
-        rewards, kl = token_rewards(task_reward, logprobs, ref_logprobs, mask, beta)
-        advantages, returns = gae(rewards, values, mask, gamma, lam)
-        if normalize_advantage:
-            advantages = whiten(advantages, mask)
-        rollout = Rollout(
+        tokens = TokenBatch(
             prompt_ids=prompt_pad(chunks["p"], pad_id),
             prompt_mask=prompt_pad(chunks["pm"], 0),
             response_ids=pad_right(chunks["r"], pad_id),
-            response_mask=mask,
-            logprobs=logprobs,
-            ref_logprobs=ref_logprobs,
-            values=values,
-            advantages=advantages,
-            returns=returns,
+            response_mask=pad_right(chunks["rm"], 0.0),
+        )
+        return Episodes(
+            tokens=tokens,
+            texts=texts,
+            task_rewards=torch.tensor([float(x) for x in scores], device=self.device),
+            logprobs=pad_right(chunks["lp"], 0.0),
+            ref_logprobs=pad_right(chunks["ref"], 0.0),
+            values=pad_right(chunks["v"], 0.0) if chunks["v"] else None,
             action_mask=pad_right(chunks["am"], False) if chunks["am"] else None,
         )
-        stats = RolloutStats(
-            texts=texts,
-            task_rewards=task_reward,
-            kl_to_ref=float(kl.sum(1).mean()),
-            mean_length=float(mask.sum(1).mean()),
-        )
-        return rollout, stats

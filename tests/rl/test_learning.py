@@ -30,7 +30,7 @@ PER_ALG = {  # one update per rollout: A2C's seq2seq model needs a larger step t
     ("trpo", "causal"): ["alg.args.target_kl=0.1", "alg.args.cg_max_steps=8", "alg.args.n_critic_updates=3"],
     ("trpo", "seq2seq"): ["alg.args.target_kl=0.1", "alg.args.cg_max_steps=8", "alg.args.n_critic_updates=3"],
 }
-MAX_ITERATIONS = {"ppo": 80, "nlpo": 80, "a2c": 200, "trpo": 80}
+MAX_ITERATIONS = {"ppo": 80, "nlpo": 80, "a2c": 200, "trpo": 80, "grpo": 80, "rloo": 80}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def _config(alg: str, model_type: str):
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
-@pytest.mark.parametrize("alg", ["ppo", "nlpo", "a2c", "trpo"])
+@pytest.mark.parametrize("alg", ["ppo", "nlpo", "a2c", "trpo", "grpo", "rloo"])
 def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
     import copy
 

@@ -86,7 +86,7 @@ def test_rollout_masks_contain_every_sampled_token_and_enter_the_ratio():
     nlpo = _nlpo(tokenizer, tiny_causal(tokenizer))
     nlpo.masker.top_mask = 0.5
     samples = [Sample(id=str(i), prompt_or_input_text="1 2 3", references=[]) for i in range(4)]
-    rollout, _ = nlpo.collector.collect(samples, beta=0.0, gamma=1.0, lam=0.95)
+    rollout = nlpo.credit(nlpo.collector.collect(samples))
     assert rollout.action_mask is not None
     taken = rollout.action_mask.gather(-1, rollout.response_ids.unsqueeze(-1)).squeeze(-1)
     assert bool(taken[rollout.response_mask.bool()].all())

@@ -7,7 +7,7 @@ import torch
 
 from grue_bench.rl.batch import Rollout, TokenBatch
 from grue_bench.rl.policy import ActorCritic
-from grue_bench.rl.ppo import ppo_loss
+from grue_bench.rl.ppo import clipped_policy_loss, clipped_value_loss
 from grue_bench.rl.rollout import GenerationSettings, encode_prompts, response_mask
 
 from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
@@ -88,20 +88,23 @@ def test_ppo_loss_on_a_hand_built_batch():
     # policy terms max(-A*r, -A*clip(r)) = [max(-1.2, -1.1), max(0.6, 0.9)] = [-1.1, 0.9] -> mean -0.1
     new_logprobs = torch.log(torch.tensor([[0.6, 0.3]]))
     values = torch.tensor([[1.0, 2.0]])
-    loss = ppo_loss(new_logprobs, values, _batch(), clip_range=0.1, clip_range_vf=None)
-    assert float(loss.policy) == pytest.approx(-0.1)
-    assert float(loss.value) == pytest.approx(0.5 * ((1 - 1.5) ** 2 + 2.0**2) / 2)  # 1.0625
+    batch = _batch()
+    loss = clipped_policy_loss(new_logprobs, batch.logprobs, batch.advantages, batch.response_mask, 0.1)
+    assert float(loss.loss) == pytest.approx(-0.1)
+    value_loss = clipped_value_loss(values, batch, clip_range_vf=None)
+    assert float(value_loss) == pytest.approx(0.5 * ((1 - 1.5) ** 2 + 2.0**2) / 2)  # 1.0625
     expected_kl = ((0.2 - math.log(1.2)) + (-0.4 - math.log(0.6))) / 2
     assert float(loss.approx_kl) == pytest.approx(expected_kl)
     assert float(loss.clipfrac) == 1.0
     # value clipping at 0.2 around the old values [0.5, 0.5]: clipped [0.7, 0.7]
-    clipped = ppo_loss(new_logprobs, values, _batch(), clip_range=0.1, clip_range_vf=0.2)
-    assert float(clipped.value) == pytest.approx(0.5 * (max(0.25, 0.64) + max(4.0, 0.49)) / 2)  # 1.16
+    clipped = clipped_value_loss(values, batch, clip_range_vf=0.2)
+    assert float(clipped) == pytest.approx(0.5 * (max(0.25, 0.64) + max(4.0, 0.49)) / 2)  # 1.16
 
 
 def test_ppo_loss_gradient_is_zero_where_the_ratio_is_clipped():
     new_logprobs = torch.log(torch.tensor([[0.6, 0.3]])).requires_grad_()
-    loss = ppo_loss(new_logprobs, torch.zeros(1, 2), _batch(), clip_range=0.1, clip_range_vf=None)
-    loss.policy.backward()
+    batch = _batch()
+    loss = clipped_policy_loss(new_logprobs, batch.logprobs, batch.advantages, batch.response_mask, 0.1)
+    loss.loss.backward()
     # token 1 (A>0, r=1.2 > 1.1) and token 2 (A<0, r=0.6 < 0.9) are both clipped: no gradient
     assert new_logprobs.grad.abs().sum() == 0
