@@ -35,7 +35,7 @@ class CallableReward:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--alg", default="ppo", choices=["ppo", "nlpo", "a2c", "trpo"])
+    parser.add_argument("--alg", default="ppo", choices=["ppo", "nlpo", "a2c", "trpo", "grpo", "rloo"])
     parser.add_argument(
         "--profile", default="tiny", choices=["tiny", "small"], help="when --model is not given"
     )
@@ -52,7 +52,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--group-size", type=int, default=4, help="GRPO/RLOO: responses per prompt")
+    parser.add_argument(
+        "--torch-profile", type=Path, help="also write a torch.profiler table of the last iteration here"
+    )
     return parser.parse_args()
+
+
+def profiled_step(algorithm, pool, rng, path: Path) -> dict[str, float]:
+    """One iteration under torch.profiler; its table of operators by self CPU time goes to ``path``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=False) as prof:
+        stats = algorithm.step(pool, rng)
+    path.write_text(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
+    return stats
 
 
 def main() -> None:
@@ -60,10 +74,11 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    from grue_bench import plugins
     from grue_bench.data import Sample
     from grue_bench.registry import import_object
     from grue_bench.rewards.synthetic import IncreasingNumbers
-    from grue_bench.rl.hparams import A2CArgs, MaskableCausalPolicyArgs, NLPOArgs, PPOArgs, TRPOArgs
+    from grue_bench.rl.hparams import MaskableCausalPolicyArgs
     from grue_bench.rl.policy import ActorCritic
     from grue_bench.rl.rollout import GenerationSettings
     from grue_bench.rl.trainer import set_seed
@@ -89,10 +104,12 @@ def main() -> None:
         prompts = [s.prompt_or_input_text for s in TaskPool.prepare("train", task="imdb")][:512]
     reward = CallableReward(import_object(args.reward)) if args.reward else IncreasingNumbers(min_tokens=10)
     minibatch = max(1, args.batch_size // args.minibatches)
-    hparams = {"ppo": PPOArgs, "nlpo": NLPOArgs, "a2c": A2CArgs, "trpo": TRPOArgs}[args.alg]
+    hparams = plugins.ALGORITHMS.get(args.alg)
     common = {"n_steps": args.batch_size, "batch_size": minibatch, "learning_rate": args.lr}
-    if args.alg in ("ppo", "nlpo"):
+    if args.alg in ("ppo", "nlpo", "grpo", "rloo"):
         common["n_epochs"] = args.ppo_epochs
+    if args.alg in ("grpo", "rloo"):
+        common["group_size"] = args.group_size
     settings = GenerationSettings(
         max_prompt_length=64,
         prompt_truncation_side="left",
@@ -114,9 +131,12 @@ def main() -> None:
     pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]
     rng = random.Random(args.seed)
     seconds, updates, generation, rewards, tokens = [], [], [], [], []
-    for _ in range(args.iters):
+    for iteration in range(args.iters):
         started = time.perf_counter()
-        stats = algorithm.step(pool, rng)
+        if args.torch_profile and iteration == args.iters - 1:
+            stats = profiled_step(algorithm, pool, rng, args.torch_profile)
+        else:
+            stats = algorithm.step(pool, rng)
         seconds.append(time.perf_counter() - started)
         updates.append(stats["time/update_s"])
         generation.append(stats["time/generation_s"])

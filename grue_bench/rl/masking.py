@@ -54,7 +54,12 @@ class ActionMasker:
 
 
 class MaskLogitsProcessor:
-    """Sets the scores of tokens outside the masking model's top set to -inf during sampling."""
+    """Sets the scores of tokens outside the masking model's top set to -inf during sampling.
+
+    The masking model keeps its own KV cache across steps, so each step costs one token's forward
+    pass; when the sequences seen are not the last ones plus one token (beam reordering), it
+    recomputes from scratch.
+    """
 
     def __init__(self, masker: ActionMasker, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor):
         self.masker = masker
@@ -62,32 +67,57 @@ class MaskLogitsProcessor:
         self.prompt_mask = prompt_mask
         self.step_masks: list[torch.Tensor] = []
         self.encoder_outputs = None  # seq2seq: the prompts are encoded once, not at every step
+        self.seen: torch.Tensor | None = None  # the sequences the cache holds
+        self.cache = None
 
     def masks(self) -> torch.Tensor:
         """The allowed tokens of every generated step [B, T, V]."""
         return torch.stack(self.step_masks, dim=1)
 
-    @torch.no_grad()
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    def _cache_extends(self, input_ids: torch.Tensor) -> bool:
+        seen = self.seen
+        return (
+            seen is not None
+            and input_ids.size(1) == seen.size(1) + 1
+            and torch.equal(input_ids[:, :-1], seen)
+        )
+
+    def _next_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         model = self.masker.model
+        cached = self._cache_extends(input_ids)
+        new_ids = input_ids[:, -1:] if cached else input_ids
+        past = self.cache if cached else None
         if self.masker.model_type == "causal":
             new = input_ids.size(1) - self.prompt_ids.size(1)
             attention = torch.cat(
                 [self.prompt_mask, self.prompt_mask.new_ones(input_ids.size(0), new)], dim=1
             )
-            logits = model(
-                input_ids=input_ids, attention_mask=attention, position_ids=causal_position_ids(attention)
-            ).logits[:, -1]
+            positions = causal_position_ids(attention)[:, -new_ids.size(1) :]
+            out = model(
+                input_ids=new_ids,
+                attention_mask=attention,
+                position_ids=positions,
+                past_key_values=past,
+                use_cache=True,
+            )
         else:
             if self.encoder_outputs is None:
                 self.encoder_outputs = model.get_encoder()(
                     input_ids=self.prompt_ids, attention_mask=self.prompt_mask
                 )
-            logits = model(
+            out = model(
                 encoder_outputs=self.encoder_outputs,
                 attention_mask=self.prompt_mask,
-                decoder_input_ids=input_ids,
-            ).logits[:, -1]
+                decoder_input_ids=new_ids,
+                past_key_values=past,
+                use_cache=True,
+            )
+        self.seen, self.cache = input_ids, out.past_key_values
+        return out.logits[:, -1]
+
+    @torch.no_grad()
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        logits = self._next_logits(input_ids)
         allowed = self.masker.mask_from_logits(logits[:, : scores.size(-1)])
         self.step_masks.append(allowed)
         return scores.masked_fill(~allowed, float("-inf"))

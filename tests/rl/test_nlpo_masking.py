@@ -125,3 +125,22 @@ def test_seq2seq_processor_encodes_the_prompts_once_and_masks_like_a_full_pass()
         full = lm(input_ids=ids, attention_mask=mask, decoder_input_ids=step).logits[:, -1]
         assert torch.equal(processor.step_masks[-1], top_p_mask(full, 0.5))
     assert processor.encoder_outputs is not None
+
+
+@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
+def test_cached_masking_model_gives_the_masks_of_a_full_recomputation(model_type):
+    from grue_bench.rl.masking import ActionMasker
+    from grue_bench.rl.policy import frozen_copy, response_logits_and_hidden
+
+    from .tiny_lm import tiny_seq2seq
+
+    tokenizer = word_tokenizer()
+    build = tiny_causal if model_type == "causal" else tiny_seq2seq
+    masker = ActionMasker(frozen_copy(build(tokenizer, seed=3)), model_type, "learned_top_p", 0.6, 2)
+    prompts = ["1 2", "the dog runs", "5"]  # different lengths: left padding in the causal prompts
+    torch.manual_seed(0)
+    sampled = generate(build(tokenizer, seed=4), tokenizer, model_type, prompts, SETTINGS, "cpu", masker)
+    # the masking model over the whole sampled sequences at once, no cache
+    logits, _ = response_logits_and_hidden(masker.model, sampled.tokens, model_type, want_hidden=False)
+    expected = top_p_mask(logits, 0.6, 2)
+    assert torch.equal(sampled.action_mask, expected)

@@ -1,0 +1,72 @@
+"""Write issue 9's reference workload to a folder, so any RL library can run the same one.
+
+    python benchmarks/make_workload.py --out bench_workload
+
+Writes ``model/`` (a 2-layer, 64-wide GPT-2 built from config, ``save_pretrained``; its
+tokenizer alongside) and ``prompts.txt`` (IMDB training prompts, one per line, newlines
+replaced by spaces). The reward used with it is ``bench_rewards:increasing_numbers``
+(benchmarks/bench_rewards.py).
+Then, e.g.:
+
+    python benchmarks/bench_rl.py --alg ppo --model bench_workload/model \\
+        --prompts bench_workload/prompts.txt --reward bench_rewards:increasing_numbers \\
+        --batch-size 16 --new-tokens 32 --ppo-epochs 4 --minibatches 1 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("bench_workload"))
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--prompts", type=int, default=512, help="how many prompts to write")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from grue_bench.datapools import TaskPool
+    from grue_bench.models import load_base_lm
+
+    torch.manual_seed(0)
+    tokenizer = load_base_lm("causal", profile="tiny", corpus_id="imdb").tokenizer
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=256,
+        n_embd=args.width,
+        n_layer=args.layers,
+        n_head=4,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
+    model = GPT2LMHeadModel(config)
+    model.save_pretrained(args.out / "model")
+    tokenizer.save_pretrained(args.out / "model")
+    prompts = [s.prompt_or_input_text.replace("\n", " ") for s in TaskPool.prepare("train", task="imdb")]
+    (args.out / "prompts.txt").write_text("\n".join(prompts[: args.prompts]) + "\n", encoding="utf-8")
+    log.info(
+        "wrote %s: GPT-2 %d layers x %d wide, %d parameters, vocabulary %d; %d prompts",
+        args.out,
+        args.layers,
+        args.width,
+        model.num_parameters(),
+        len(tokenizer),
+        min(len(prompts), args.prompts),
+    )
+
+
+if __name__ == "__main__":
+    main()
