@@ -39,16 +39,18 @@ def response_logits_and_hidden(
     if model_type == "causal":
         input_ids = torch.cat([batch.prompt_ids, batch.response_ids], dim=1)
         attention = torch.cat([batch.prompt_mask, batch.response_mask.to(batch.prompt_mask.dtype)], dim=1)
+        response_len = batch.response_ids.size(1)
         out = lm(
             input_ids=input_ids,
             attention_mask=attention,
             position_ids=causal_position_ids(attention),
             output_hidden_states=want_hidden,
             use_cache=False,
+            logits_to_keep=response_len + 1,  # no vocabulary projection over the prompt
         )
         steps = slice(prompt_len - 1, input_ids.size(1) - 1)  # the state before each response token
         hidden = out.hidden_states[-1][:, steps] if want_hidden else None
-        return out.logits[:, steps], hidden
+        return out.logits[:, :response_len], hidden
     start = torch.full_like(batch.response_ids[:, :1], lm.config.decoder_start_token_id)
     decoder_input = torch.cat([start, batch.response_ids[:, :-1]], dim=1)
     decoder_mask = torch.cat(

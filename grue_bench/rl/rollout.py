@@ -20,6 +20,7 @@ from grue_bench.errors import GrueError
 from grue_bench.rl.batch import Rollout, TokenBatch
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, logprobs_and_entropy, response_logits_and_hidden
+from grue_bench.rl.sampler import can_sample, sample
 
 
 @dataclass(frozen=True)
@@ -75,31 +76,36 @@ def generate(
     masker: ActionMasker | None = None,
     generation_kwargs: dict[str, Any] | None = None,
 ) -> Generated:
-    """Sample (or decode) responses for ``prompts`` in one ``generate()`` call."""
-    from transformers import GenerationConfig, LogitsProcessorList
-
+    """Sample (or decode) responses for ``prompts`` in one batch: plain sampling by our own
+    cached loop (``sampler``), everything else by ``generate()``."""
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, settings, model_type, device)
     kwargs = {"max_new_tokens": settings.max_new_tokens, **(generation_kwargs or settings.generation_kwargs)}
     kwargs["max_new_tokens"] = min(kwargs["max_new_tokens"], settings.max_new_tokens)
-    config = GenerationConfig(
-        **kwargs,
-        pad_token_id=tokenizer.pad_token_id,
-        # [] (not None, which falls back to the model's default) makes EOS an ordinary token
-        eos_token_id=tokenizer.eos_token_id if settings.terminate_on_eos else [],
-        decoder_start_token_id=getattr(lm.config, "decoder_start_token_id", None),
+    # [] (not None, which falls back to the model's default) makes EOS an ordinary token
+    eos_ids = (
+        [tokenizer.eos_token_id] if settings.terminate_on_eos and tokenizer.eos_token_id is not None else []
     )
     mask_processor = masker.processor(prompt_ids, prompt_mask) if masker else None
-    processors = LogitsProcessorList([mask_processor] if mask_processor else [])
+    processors = [mask_processor] if mask_processor else []
     was_training = lm.training
     lm.eval()
-    out = lm.generate(
-        input_ids=prompt_ids,
-        attention_mask=prompt_mask,
-        generation_config=config,
-        logits_processor=processors,
-    )
+    if can_sample(lm, kwargs):
+        response = sample(
+            lm,
+            model_type,
+            prompt_ids,
+            prompt_mask,
+            kwargs,
+            kwargs["max_new_tokens"],
+            eos_ids,
+            tokenizer.pad_token_id,
+            processors,
+        )
+    else:
+        response = _hf_generate(
+            lm, tokenizer, model_type, prompt_ids, prompt_mask, kwargs, eos_ids, processors
+        )
     lm.train(was_training)
-    response = out[:, prompt_ids.size(1) :] if model_type == "causal" else out[:, 1:]
     if response.size(1) == 0:  # nothing generated at all: one EOS action per sequence
         response = torch.full_like(prompt_ids[:, :1], tokenizer.eos_token_id)
     mask = response_mask(response, tokenizer.eos_token_id, settings.terminate_on_eos)
@@ -107,6 +113,27 @@ def generate(
     texts = tokenizer.batch_decode(response, skip_special_tokens=True)
     action_mask = mask_processor.masks()[:, : response.size(1)] if mask_processor else None
     return Generated(TokenBatch(prompt_ids, prompt_mask, response, mask), texts, action_mask)
+
+
+def _hf_generate(
+    lm, tokenizer, model_type, prompt_ids, prompt_mask, kwargs, eos_ids, processors
+) -> torch.Tensor:
+    """The response tokens from Hugging Face ``generate()`` (beam search, penalties, ...)."""
+    from transformers import GenerationConfig, LogitsProcessorList
+
+    config = GenerationConfig(
+        **kwargs,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=eos_ids,
+        decoder_start_token_id=getattr(lm.config, "decoder_start_token_id", None),
+    )
+    out = lm.generate(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        generation_config=config,
+        logits_processor=LogitsProcessorList(processors),
+    )
+    return out[:, prompt_ids.size(1) :] if model_type == "causal" else out[:, 1:]
 
 
 def pad_right(tensors: list[torch.Tensor], value: float) -> torch.Tensor:

@@ -1,0 +1,106 @@
+"""The rollout sampler: the same tokens as generate() where both are deterministic, the same
+distribution as generate()'s warpers, minimum lengths and EOS handled like generate()."""
+
+import pytest
+import torch
+from transformers import GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper
+
+from grue_bench.rl.rollout import GenerationSettings, encode_prompts, generate
+from grue_bench.rl.sampler import can_sample, sample
+
+from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
+
+PROMPTS = ["1 2", "the dog runs 4 5", "7"]  # different lengths: left padding for the causal model
+
+
+class EndRowZeroAtStep:
+    """Forces EOS in row 0 once it has ``step`` generated tokens (so rows end at different times)."""
+
+    def __init__(self, prompt_length: int, step: int):
+        self.prompt_length, self.step = prompt_length, step
+
+    def __call__(self, input_ids, scores):
+        if input_ids.size(1) - self.prompt_length == self.step:
+            scores = scores.clone()
+            scores[0, 1] = 1e4
+        return scores
+
+
+def _models(model_type):
+    tokenizer = word_tokenizer()
+    build = tiny_causal if model_type == "causal" else tiny_seq2seq
+    return tokenizer, build(tokenizer, seed=5).eval()
+
+
+def _settings(**kwargs):
+    return GenerationSettings(8, "left", 6, True, kwargs)
+
+
+@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
+def test_top_1_sampling_equals_generate_greedy_with_rows_ending_at_different_steps(model_type):
+    tokenizer, lm = _models(model_type)
+    ids, mask = encode_prompts(tokenizer, PROMPTS, _settings(), model_type, "cpu")
+    start = ids.size(1) if model_type == "causal" else 1
+    ours = sample(
+        lm, model_type, ids, mask, {"do_sample": True, "top_k": 1}, 6, [1], 0, [EndRowZeroAtStep(start, 2)]
+    )
+    config = GenerationConfig(
+        do_sample=False, max_new_tokens=6, pad_token_id=0, eos_token_id=[1], decoder_start_token_id=0
+    )
+    theirs = lm.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        generation_config=config,
+        logits_processor=LogitsProcessorList([EndRowZeroAtStep(start, 2)]),
+    )
+    theirs = theirs[:, ids.size(1) :] if model_type == "causal" else theirs[:, 1:]
+    assert ours[0, 2] == 1 and (ours[0, 3:] == 0).all()  # row 0 ended at step 2, then padding
+    assert torch.equal(ours, theirs)
+
+
+def test_sampled_tokens_follow_generates_warped_distribution():
+    tokenizer, lm = _models("causal")
+    n = 6000
+    ids, mask = encode_prompts(tokenizer, ["the cat"] * n, _settings(), "causal", "cpu")
+    kwargs = {"do_sample": True, "temperature": 0.7, "top_k": 5}
+    torch.manual_seed(0)
+    first = sample(lm, "causal", ids, mask, kwargs, 1, [], 0)[:, 0]
+    with torch.no_grad():
+        logits = lm(input_ids=ids[:1], attention_mask=mask[:1]).logits[:, -1]
+    warped = TopKLogitsWarper(5)(ids[:1], TemperatureLogitsWarper(0.7)(ids[:1], logits))
+    expected = torch.softmax(warped, -1)[0]
+    observed = torch.bincount(first, minlength=expected.numel()).float() / n
+    assert (observed[expected == 0] == 0).all()  # never outside the top 5
+    assert torch.allclose(observed, expected, atol=0.025)  # ~4 standard errors at n = 6000
+
+
+def test_min_new_tokens_holds_eos_back_then_eos_ends_every_row():
+    tokenizer, lm = _models("causal")
+    ids, mask = encode_prompts(tokenizer, PROMPTS, _settings(), "causal", "cpu")
+
+    def push_eos(input_ids, scores):
+        return scores + 100 * (torch.arange(scores.size(-1)) == 1)
+
+    out = sample(lm, "causal", ids, mask, {"do_sample": True, "min_new_tokens": 3}, 6, [1], 0, [push_eos])
+    assert out.size(1) == 4  # the loop stops once every row has ended
+    assert (out[:, :3] != 1).all() and (out[:, 3] == 1).all()
+
+
+def test_generate_takes_the_sampler_only_for_plain_sampling():
+    _, lm = _models("causal")
+    assert can_sample(lm, {"do_sample": True, "top_k": 50, "top_p": 0.9, "min_length": 3})
+    assert not can_sample(lm, {"do_sample": False})
+    assert not can_sample(lm, {"do_sample": True, "repetition_penalty": 1.2})
+    assert not can_sample(lm, {"do_sample": True, "num_beams": 2})
+    lm.generation_config.no_repeat_ngram_size = 2  # a model whose own generation config asks for more
+    assert not can_sample(lm, {"do_sample": True})
+
+
+@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
+def test_generate_samples_and_decodes_with_beams_through_the_same_interface(model_type):
+    tokenizer, lm = _models(model_type)
+    sampled = generate(lm, tokenizer, model_type, PROMPTS, _settings(do_sample=True, top_k=0), "cpu")
+    beams = generate(lm, tokenizer, model_type, PROMPTS, _settings(do_sample=False, num_beams=2), "cpu")
+    for out in (sampled, beams):
+        assert out.tokens.response_ids.size(0) == 3 and len(out.texts) == 3
+        assert out.tokens.response_ids.size(1) <= 6
