@@ -33,7 +33,7 @@ class A2C(OnPolicyAlgorithm):
         for index in self.minibatches(len(rollout), torch.Generator().manual_seed(self.iteration)):
             mb = rollout.select(index)
             mask = mb.response_mask
-            out = self.policy(mb, action_mask=mb.action_mask)
+            out = self.policy(mb, action_mask=mb.action_mask, entropy_grad=args.ent_coef > 0)
             pg_loss = -(mb.advantages * out.logprobs * mask).sum() / tokens
             v_loss = 0.5 * (((out.values - mb.returns) ** 2) * mask).sum() / tokens
             entropy = (out.entropy * mask).sum() / tokens

@@ -44,7 +44,7 @@ class GroupSampled(PPO):
 
     def loss(self, mb: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         args = self.args
-        out = self.policy(mb, action_mask=mb.action_mask, with_values=False)
+        out = self.policy(mb, action_mask=mb.action_mask, with_values=False, entropy_grad=args.ent_coef > 0)
         pg = clipped_policy_loss(out.logprobs, mb.logprobs, mb.advantages, mb.response_mask, args.clip_range)
         entropy = masked_mean(out.entropy, mb.response_mask)
         loss = pg.loss + self.penalty(out.logprobs, mb) - args.ent_coef * entropy

@@ -68,15 +68,22 @@ def response_logits_and_hidden(
 
 
 def logprobs_and_entropy(
-    logits: torch.Tensor, actions: torch.Tensor, action_mask: torch.Tensor | None = None
+    logits: torch.Tensor,
+    actions: torch.Tensor,
+    action_mask: torch.Tensor | None = None,
+    entropy_grad: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """log pi(a) and entropy, under the distribution restricted to ``action_mask`` if given."""
+    """log pi(a) and entropy, under the distribution restricted to ``action_mask`` if given.
+
+    Without ``entropy_grad`` the entropy is a statistic only: no graph is kept for it (it spans
+    the vocabulary at every step, so its backward pass is not free)."""
     logits = logits.float()
     if action_mask is not None:
         logits = logits.masked_fill(~action_mask, torch.finfo(logits.dtype).min)
     logp_all = torch.log_softmax(logits, dim=-1)
     logprobs = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
     return logprobs, entropy
 
 
@@ -101,11 +108,13 @@ class ActorCritic(nn.Module):
         action_mask: torch.Tensor | None = None,
         with_values: bool = True,
         detach_value_trunk: bool = False,
+        entropy_grad: bool = True,
     ) -> PolicyOutput:
-        """One pass over prompts + responses; ``detach_value_trunk`` trains only the value head."""
+        """One pass over prompts + responses; ``detach_value_trunk`` trains only the value head;
+        without ``entropy_grad`` the entropy is not differentiable (a statistic only)."""
         shared = with_values and self.critic_lm is None
         logits, hidden = response_logits_and_hidden(self.lm, batch, self.model_type, want_hidden=shared)
-        logprobs, entropy = logprobs_and_entropy(logits, batch.response_ids, action_mask)
+        logprobs, entropy = logprobs_and_entropy(logits, batch.response_ids, action_mask, entropy_grad)
         values = None
         if with_values:
             if self.critic_lm is not None:

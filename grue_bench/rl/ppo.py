@@ -65,7 +65,7 @@ class PPO(OnPolicyAlgorithm):
     def loss(self, mb: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The minibatch loss and its parts, keyed as in ``STAT_KEYS``."""
         args = self.args
-        out = self.policy(mb, action_mask=mb.action_mask)
+        out = self.policy(mb, action_mask=mb.action_mask, entropy_grad=args.ent_coef > 0)
         pg = clipped_policy_loss(out.logprobs, mb.logprobs, mb.advantages, mb.response_mask, args.clip_range)
         value_loss = clipped_value_loss(out.values, mb, args.clip_range_vf)
         entropy = masked_mean(out.entropy, mb.response_mask)
