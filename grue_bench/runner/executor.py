@@ -54,12 +54,15 @@ _MESSAGES: Any = None
 """In a worker process: the queue to the writer (handed over when the worker starts)."""
 
 
-def _init_worker(log_level: int, messages: Any) -> None:
-    """Pool initializer: keep the writer's queue, log like the writer; and on Linux, die when the
-    writer dies (even by SIGKILL), so no orphan keeps writing into a run folder the next attempt
-    resumes."""
+def _init_worker(log_level: int, messages: Any, threads: int) -> None:
+    """Pool initializer: keep the writer's queue, log like the writer, share the cores (``jobs``
+    workers with every core each would oversubscribe them); and on Linux, die when the writer
+    dies (even by SIGKILL), so no orphan keeps writing into a run folder the next attempt resumes."""
     global _MESSAGES
     _MESSAGES = messages
+    import torch
+
+    torch.set_num_threads(threads)
     logging.basicConfig(
         level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
     )
@@ -165,7 +168,8 @@ class GridExecutor:
         context = multiprocessing.get_context("spawn")
         messages = context.Queue()
         level = logging.getLogger().getEffectiveLevel()
-        with context.Pool(jobs, initializer=_init_worker, initargs=(level, messages)) as pool:
+        threads = max(1, (multiprocessing.cpu_count() or 1) // jobs)
+        with context.Pool(jobs, initializer=_init_worker, initargs=(level, messages, threads)) as pool:
             results = {
                 spec.label: pool.apply_async(_process_task, (spec, str(self.output_root))) for spec in todo
             }
