@@ -39,7 +39,9 @@ def _episodes(rewards, logprobs, ref_logprobs, mask):
         torch.zeros(n, t, dtype=torch.long),
         mask,
     )
-    return Episodes(tokens, [""] * n, torch.tensor(rewards, dtype=torch.float), logprobs, ref_logprobs, None, None)
+    return Episodes(
+        tokens, [""] * n, torch.tensor(rewards, dtype=torch.float), logprobs, ref_logprobs, None, None
+    )
 
 
 def test_grpo_advantage_is_the_reward_standardised_within_its_group():
