@@ -9,7 +9,8 @@ file (one per line), a reward `module:function` taking a list of texts and retur
 Prints: sec_per_iter_median, sec_per_iter_min, gen_tokens_per_s (tokens generated per second
 inside generate()), e2e_tokens_per_s (per second of whole iterations), update_s_median,
 peak_rss_mb, reward_first and reward_last (mean reward of the first and last fifth of the
-iterations).
+iterations); and where an iteration's time goes: generation_s_median (inside the sampler),
+rollout_s_median (generation + scoring passes + reward + credit) and update_s_median.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def main() -> None:
     )
     pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]
     rng = random.Random(args.seed)
-    seconds, updates, generation, rewards, tokens = [], [], [], [], []
+    seconds, updates, generation, rollouts, rewards, tokens = [], [], [], [], [], []
     for iteration in range(args.iters):
         started = time.perf_counter()
         if args.torch_profile and iteration == args.iters - 1:
@@ -140,6 +141,7 @@ def main() -> None:
         seconds.append(time.perf_counter() - started)
         updates.append(stats["time/update_s"])
         generation.append(stats["time/generation_s"])
+        rollouts.append(stats["time/rollout_s"])
         rewards.append(stats["rollout/reward"])
         tokens.append(stats["rollout/length"] * args.batch_size)
     fifth = max(1, args.iters // 5)
@@ -157,6 +159,8 @@ def main() -> None:
                 "gen_tokens_per_s": round(sum(tokens) / sum(generation), 1),
                 "e2e_tokens_per_s": round(sum(tokens) / sum(seconds), 1),
                 "update_s_median": round(statistics.median(updates), 4),
+                "generation_s_median": round(statistics.median(generation), 4),
+                "rollout_s_median": round(statistics.median(rollouts), 4),
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                 "reward_first": round(statistics.mean(rewards[:fifth]), 4),
                 "reward_last": round(statistics.mean(rewards[-fifth:]), 4),

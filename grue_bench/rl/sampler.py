@@ -112,8 +112,15 @@ def sample(
         mask = torch.cat([prompt_mask, prompt_mask.new_ones(batch, max_new_tokens)], dim=1)
         start = prompt_ids.size(1)
         positions = causal_position_ids(prompt_mask)
-        out = lm(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=positions, use_cache=True)
+        out = lm(
+            input_ids=prompt_ids,
+            attention_mask=prompt_mask,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,  # only the next token's distribution is needed
+        )
         position = positions[:, -1:]
+        padded = not bool(prompt_mask.all())  # without padding the cached step needs no mask at all
     else:
         first = lm.generation_config.decoder_start_token_id
         ids = prompt_ids.new_full((batch, 1 + max_new_tokens), pad_id)
@@ -140,7 +147,7 @@ def sample(
             position = position + 1
             out = lm(
                 input_ids=token[:, None],
-                attention_mask=mask[:, : start + steps],
+                attention_mask=mask[:, : start + steps] if padded else None,
                 position_ids=position,
                 past_key_values=out.past_key_values,
                 use_cache=True,

@@ -143,8 +143,9 @@ class GridExecutor:
             log.info("skipping %d finished run(s); use --force to run them again", len(self.report.skipped))
         if not todo:
             return self.report
-        if executor == "ray" or jobs > 1:
-            prepare_assets(todo)
+        if executor == "ray":
+            for spec in tqdm(asset_groups(todo), desc="preparing base models and metrics", unit="task"):
+                prepare_assets(spec)
         with tqdm(total=len(todo), desc="grid", unit="run") as bar:
             if executor == "ray":
                 self._run_ray(todo, bar, ray_address)
@@ -170,6 +171,15 @@ class GridExecutor:
         level = logging.getLogger().getEffectiveLevel()
         threads = max(1, (multiprocessing.cpu_count() or 1) // jobs)
         with context.Pool(jobs, initializer=_init_worker, initargs=(level, messages, threads)) as pool:
+            groups = asset_groups(todo)
+            for _ in tqdm(
+                pool.imap_unordered(prepare_assets, groups),
+                total=len(groups),
+                desc="preparing base models and metrics",
+                unit="task",
+                leave=False,
+            ):
+                pass
             results = {
                 spec.label: pool.apply_async(_process_task, (spec, str(self.output_root))) for spec in todo
             }
@@ -212,24 +222,27 @@ class GridExecutor:
                 bar.update(1)
 
 
-def prepare_assets(specs: Sequence[RunSpec]) -> None:
-    """Build each task's base LM and metric assets once, here, before runs start in parallel
-    (otherwise every worker would pretrain the same cached model at the same time)."""
+def asset_groups(specs: Sequence[RunSpec]) -> list[RunSpec]:
+    """One spec per (task, profile, policy): the runs that share a base model and metric assets."""
+    groups: dict[str, RunSpec] = {}
+    for spec in specs:
+        policy = spec.config.alg.policy.id if spec.config.alg.policy else ""
+        groups.setdefault(f"{spec.task}|{spec.config.profile}|{policy}", spec)
+    return list(groups.values())
+
+
+def prepare_assets(spec: RunSpec) -> str:
+    """Build (or find in the cache) the base LM, reward and metric assets of ``spec``'s group.
+    Done once per group before runs start in parallel; otherwise every worker would pretrain the
+    same model at the same time. Caches are written atomically, so groups build in parallel."""
     from grue_bench import plugins
     from grue_bench.rl.trainer import build_reward, load_base
 
-    seen: set[str] = set()
-    for spec in tqdm(specs, desc="preparing base models and metrics", unit="run", leave=False):
-        key = (
-            f"{spec.task}|{spec.config.profile}|{spec.config.alg.policy.id if spec.config.alg.policy else ''}"
-        )
-        if key in seen:
-            continue
-        seen.add(key)
-        load_base(spec.config)
-        build_reward(spec.config)
-        for metric in spec.config.train_evaluation.metrics:
-            plugins.METRICS.get(metric.id)(**metric.args)
+    load_base(spec.config)
+    build_reward(spec.config)
+    for metric in spec.config.train_evaluation.metrics:
+        plugins.METRICS.get(metric.id)(**metric.args)
+    return spec.task
 
 
 def _ray_task(spec: RunSpec, output_root: str) -> tuple[list, tuple]:

@@ -36,10 +36,14 @@ def _settings(**kwargs):
     return GenerationSettings(8, "left", 6, True, kwargs)
 
 
-@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
-def test_top_1_sampling_equals_generate_greedy_with_rows_ending_at_different_steps(model_type):
+@pytest.mark.parametrize(
+    ("model_type", "prompts"),
+    [("causal", PROMPTS), ("causal", ["1 2 3", "4 5 6", "the dog runs"]), ("seq2seq", PROMPTS)],
+    ids=["causal-padded", "causal-unpadded", "seq2seq"],
+)
+def test_top_1_sampling_equals_generate_greedy_with_rows_ending_at_different_steps(model_type, prompts):
     tokenizer, lm = _models(model_type)
-    ids, mask = encode_prompts(tokenizer, PROMPTS, _settings(), model_type, "cpu")
+    ids, mask = encode_prompts(tokenizer, prompts, _settings(), model_type, "cpu")
     start = ids.size(1) if model_type == "causal" else 1
     ours = sample(
         lm, model_type, ids, mask, {"do_sample": True, "top_k": 1}, 6, [1], 0, [EndRowZeroAtStep(start, 2)]
