@@ -1,5 +1,10 @@
 """Saving and restoring an RL run mid-way: policy (with value head), masking model, optimizer,
-KL coefficient and iteration. Files are this tool's own, loaded with ``weights_only=True``."""
+KL coefficient and iteration. Files are this tool's own, loaded with ``weights_only=True``.
+
+A run saves a checkpoint as *staged* (``checkpoint-<iteration>.staged``); the results store's
+writer promotes it to ``checkpoint`` once it has stored every row the run sent before it. A
+resume therefore never starts after rows the store does not have (a run in a worker process
+can be ahead of the writer when both are killed)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,28 @@ import torch
 
 STATE_FILE = "state.pt"
 META_FILE = "meta.json"
+CHECKPOINT = "checkpoint"
+
+
+def staged_dir(run_dir: Path, iteration: int) -> Path:
+    """Where a run stages the checkpoint of ``iteration``."""
+    return run_dir / f"{CHECKPOINT}-{iteration}.staged"
+
+
+def promote_checkpoint(run_dir: Path, iteration: int) -> None:
+    """Make the staged checkpoint of ``iteration`` the one a resume starts from."""
+    final, old = run_dir / CHECKPOINT, run_dir / f"{CHECKPOINT}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    staged_dir(run_dir, iteration).rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def discard_staged(run_dir: Path) -> None:
+    """Remove checkpoints staged by an earlier attempt and never promoted."""
+    for staged in run_dir.glob(f"{CHECKPOINT}-*.staged"):
+        shutil.rmtree(staged, ignore_errors=True)
 
 
 def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:

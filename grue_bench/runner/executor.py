@@ -14,6 +14,8 @@ import signal
 import sys
 import traceback
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,11 @@ def _guarded(spec: RunSpec, recorder: Any, output_root: Path) -> tuple[str, RunO
         log.debug("%s failed:\n%s", spec.label, traceback.format_exc())
         return spec.label, None, _error_text(exc)
 
+
+_DIED = (
+    "its worker process died twice while running it (killed by the operating system, e.g. out of "
+    "memory); run the same command again to resume it, or give it more memory or fewer --jobs"
+)
 
 _MESSAGES: Any = None
 """In a worker process: the queue to the writer (handed over when the worker starts)."""
@@ -166,38 +173,87 @@ class GridExecutor:
         apply_message(StoreRecorder(self.store, self.run_ids[label]), method, args)
 
     def _run_processes(self, todo: Sequence[RunSpec], bar, jobs: int) -> None:
+        """Runs in ``jobs`` worker processes. If a worker dies (killed by the OS, e.g. out of
+        memory), the pool breaks: runs that had not started go to a fresh pool, runs that were
+        executing are retried once (resuming from their checkpoint), then recorded as failed."""
         context = multiprocessing.get_context("spawn")
         messages = context.Queue()
-        level = logging.getLogger().getEffectiveLevel()
-        threads = max(1, (multiprocessing.cpu_count() or 1) // jobs)
-        with context.Pool(jobs, initializer=_init_worker, initargs=(level, messages, threads)) as pool:
-            groups = asset_groups(todo)
-            for _ in tqdm(
-                pool.imap_unordered(prepare_assets, groups),
-                total=len(groups),
-                desc="preparing base models and metrics",
-                unit="task",
-                leave=False,
-            ):
-                pass
-            results = {
-                spec.label: pool.apply_async(_process_task, (spec, str(self.output_root))) for spec in todo
-            }
-            ended: set[str] = set()
-            while results:
-                try:
-                    label, method, args = messages.get(timeout=0.5)
-                    if method == "end":
-                        ended.add(label)
-                    else:
-                        self._apply((label, method, args))
-                except queue_module.Empty:
-                    pass
-                for label in [
-                    label for label, result in results.items() if result.ready() and label in ended
-                ]:
-                    self._record(*results.pop(label).get())
+        init = (
+            logging.getLogger().getEffectiveLevel(),
+            messages,
+            max(1, (multiprocessing.cpu_count() or 1) // jobs),
+        )
+        interrupted: dict[str, int] = {}
+        pending, prepared = list(todo), False
+        while pending:
+            with ProcessPoolExecutor(jobs, context, initializer=_init_worker, initargs=init) as pool:
+                if not prepared:
+                    self._prepare_in(pool, todo)
+                    prepared = True
+                lost = self._drain(pool, pending, messages, bar)
+            pending = []
+            for spec, began in lost:
+                if began:
+                    interrupted[spec.label] = interrupted.get(spec.label, 0) + 1
+                    if interrupted[spec.label] > 1:
+                        self._record(spec.label, None, _DIED)
+                        bar.update(1)
+                        continue
+                pending.append(spec)
+
+    @staticmethod
+    def _prepare_in(pool: ProcessPoolExecutor, todo: Sequence[RunSpec]) -> None:
+        groups = asset_groups(todo)
+        futures = [pool.submit(prepare_assets, spec) for spec in groups]
+        for future in tqdm(
+            as_completed(futures), total=len(groups), desc="preparing base models and metrics", unit="task"
+        ):
+            future.result()
+
+    def _drain(self, pool, specs: Sequence[RunSpec], messages, bar) -> list[tuple[RunSpec, bool]]:
+        """Submit ``specs`` and record their outcomes; on a broken pool, return the runs left
+        with whether each had begun executing."""
+        futures = {
+            spec.label: (spec, pool.submit(_process_task, spec, str(self.output_root))) for spec in specs
+        }
+        begun: set[str] = set()
+        ended: set[str] = set()
+        broken = False
+        while futures:
+            self._take_messages(messages, begun, ended, wait=0.5)
+            for label in [label for label, (_, future) in futures.items() if future.done()]:
+                future = futures[label][1]
+                if isinstance(future.exception(), BrokenProcessPool):
+                    broken = True
+                elif label in ended:
+                    del futures[label]
+                    self._record(*future.result())
                     bar.update(1)
+            if broken:  # every message that will ever come is applied: what is left is lost
+                self._take_messages(messages, begun, ended, wait=0.2)
+                for label in [
+                    label
+                    for label, (_, future) in futures.items()
+                    if label in ended and future.done() and not future.exception()
+                ]:
+                    self._record(*futures.pop(label)[1].result())
+                    bar.update(1)
+                return [(spec, spec.label in begun) for spec, _ in futures.values()]
+        return []
+
+    def _take_messages(self, messages, begun: set[str], ended: set[str], wait: float) -> None:
+        """Wait up to ``wait`` seconds for a message, then apply it and every one queued behind it."""
+        while True:
+            try:
+                label, method, args = messages.get(timeout=wait)
+            except queue_module.Empty:
+                return
+            if method == "end":
+                ended.add(label)
+            else:
+                begun.add(label)
+                self._apply((label, method, args))
+            wait = 0.01
 
     def _run_ray(self, todo: Sequence[RunSpec], bar, ray_address: str | None) -> None:
         import ray

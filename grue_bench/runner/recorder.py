@@ -7,6 +7,7 @@ a run in a worker process (``--jobs``) or a Ray task sends messages the writer a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -17,7 +18,7 @@ class Recorder(Protocol):
 
     def generations(self, iteration: int, split: str, rows: list[dict[str, Any]]) -> None: ...
 
-    def checkpoint(self, iteration: int) -> None: ...
+    def checkpoint(self, iteration: int, run_dir: str) -> None: ...
 
 
 @dataclass
@@ -36,7 +37,11 @@ class StoreRecorder:
     def generations(self, iteration: int, split: str, rows: list[dict[str, Any]]) -> None:
         self.store.add_generations(self.run_id, iteration, split, rows)
 
-    def checkpoint(self, iteration: int) -> None:
+    def checkpoint(self, iteration: int, run_dir: str) -> None:
+        """Every row the run sent before this is stored: its staged checkpoint becomes the resume point."""
+        from grue_bench.rl.checkpoint import promote_checkpoint
+
+        promote_checkpoint(Path(run_dir), iteration)
         self.store.set_checkpoint(self.run_id, iteration)
 
 
@@ -64,8 +69,8 @@ class MessageRecorder:
     def generations(self, iteration: int, split: str, rows: list[dict[str, Any]]) -> None:
         self._emit("generations", iteration, split, rows)
 
-    def checkpoint(self, iteration: int) -> None:
-        self._emit("checkpoint", iteration)
+    def checkpoint(self, iteration: int, run_dir: str) -> None:
+        self._emit("checkpoint", iteration, run_dir)
 
 
 def apply_message(recorder: Recorder, method: str, args: tuple) -> None:

@@ -85,7 +85,13 @@ class RunExecution:
 
 def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int = 0) -> RunOutcome:
     """Run ``spec`` (resuming from its checkpoint if one exists) and return its final results."""
-    from grue_bench.rl.checkpoint import load_checkpoint, save_checkpoint
+    from grue_bench.rl.checkpoint import (
+        CHECKPOINT,
+        discard_staged,
+        load_checkpoint,
+        save_checkpoint,
+        staged_dir,
+    )
     from grue_bench.rl.trainer import (
         build_reward,
         load_base,
@@ -106,8 +112,9 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
     lm, tokenizer, model_type = base.model, base.tokenizer, base.model_type
     pools = {split: list(load_pool(config, split)) for split in ("train", "validation", "test")}
     n_iters = config.train_evaluation.n_iters
-    checkpoint_dir = out / "checkpoint"
+    checkpoint_dir = out / CHECKPOINT
     resuming = (checkpoint_dir / "meta.json").is_file()
+    discard_staged(out)
 
     import torch
 
@@ -169,8 +176,8 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
             recorder.metrics(iteration, "validation", table)
             recorder.generations(iteration, "validation", rows)
         if iteration % every_save == 0 and iteration < n_iters:
-            save_checkpoint(checkpoint_dir, algorithm, rng.getstate())
-            recorder.checkpoint(iteration)
+            save_checkpoint(staged_dir(out, iteration), algorithm, rng.getstate())
+            recorder.checkpoint(iteration, str(out))  # promoted by the writer, after this run's rows
     bar.close()
     return _finish(
         run, algorithm.unwrapped.lm, tokenizer, model_type, pools, n_iters, base.name, started, device

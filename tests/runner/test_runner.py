@@ -112,6 +112,45 @@ def test_sigkill_mid_grid_then_rerun_gives_exactly_one_finished_run_each(tmp_pat
     assert [c for _, c in counts] == [8, 8]
 
 
+def _worker_pids(parent: int) -> list[int]:
+    """The pool's worker processes under ``parent`` (not multiprocessing's resource tracker)."""
+    found = subprocess.run(["pgrep", "-P", str(parent), "-f", "spawn_main"], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def test_workers_killed_by_the_os_do_not_hang_the_grid(tmp_path):
+    command = grue_run(
+        tmp_path,
+        "--jobs=2",
+        "--set=train_evaluation.n_iters=30",
+        "--set=train_evaluation.eval_every=10",
+        seeds="0,1,2",
+    )
+    store = tmp_path / "s.sqlite"
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as stderr:  # a file, not a pipe: a full pipe would stall the run while we wait
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+    mid_way = "select count(*) from runs where status = 'running' and last_checkpoint_iteration >= 2"
+    deadline = time.time() + 300
+    while process.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+        if store.exists() and rows(store, mid_way)[0][0]:
+            break
+    workers = _worker_pids(process.pid)
+    assert process.poll() is None and workers, "the grid ended before a run was mid-way"
+    for pid in workers:  # as the OOM killer would: the runs in flight are interrupted
+        os.kill(pid, signal.SIGKILL)
+    process.wait(timeout=600)
+    err = log.read_text()
+    assert process.returncode == 0, err[-3000:]
+    assert "resuming after iteration" in err  # an interrupted run went on from its checkpoint
+    assert rows(store, "select seed, status from runs order by seed") == [(s, "finished") for s in (0, 1, 2)]
+    counts = rows(
+        store, "select count(*) from metrics where split='rollout' and name='rollout/reward' group by run_id"
+    )
+    assert [c for (c,) in counts] == [30, 30, 30]
+
+
 def test_two_processes_on_one_store_both_finish(tmp_path):
     first = subprocess.Popen(
         grue_run(tmp_path, seeds="0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
