@@ -147,6 +147,16 @@ class OnPolicyAlgorithm:
             "time/update_s": update_s,
         }
 
+    def micro_batches(self, batch: Rollout) -> list[tuple[Rollout, float]]:
+        """``batch`` in slices of ``micro_batch_size`` rows, each with its share of the response
+        tokens: the weighted sum of the slices' masked means is the batch's masked mean."""
+        step = self.args.micro_batch_size
+        if len(batch) <= step:
+            return [(batch, 1.0)]
+        tokens = batch.response_mask.sum().clamp(min=1)
+        parts = [batch.select(torch.arange(i, min(i + step, len(batch)))) for i in range(0, len(batch), step)]
+        return [(part, float(part.response_mask.sum() / tokens)) for part in parts]
+
     def minibatches(self, size: int, generator: torch.Generator):
         """Shuffled index batches covering the rollout once."""
         order = torch.randperm(size, generator=generator)

@@ -51,6 +51,9 @@ class AlgArgs(Strict):
     """Episodes collected per iteration (per env, as in RL4LMs: iteration = n_steps x n_envs)."""
     batch_size: PositiveInt = 64
     """Minibatch size of the update."""
+    micro_batch_size: PositiveInt = 16
+    """Rows per forward/backward pass: a minibatch's gradient is accumulated over micro-batches,
+    which bounds memory and keeps large batches cache-friendly without changing the update."""
     learning_rate: PositiveFloat = 1e-5
     """Adam learning rate."""
     n_epochs: PositiveInt = 5

@@ -85,14 +85,18 @@ class PPO(OnPolicyAlgorithm):
         for _ in range(args.n_epochs):
             epoch_kl = []
             for index in self.minibatches(len(rollout), generator):
-                loss, parts = self.loss(rollout.select(index))
                 self.optimizer.zero_grad()
-                self.accelerator.backward(loss)
+                sums: dict[str, float] = {}
+                for part, weight in self.micro_batches(rollout.select(index)):
+                    loss, parts = self.loss(part)
+                    self.accelerator.backward(loss * weight)
+                    for key, value in parts.items():
+                        sums[key] = sums.get(key, 0.0) + weight * float(value.detach())
                 self.accelerator.clip_grad_norm_(self.policy.parameters(), args.max_grad_norm)
                 self.optimizer.step()
-                for key, value in parts.items():
-                    totals.setdefault(key, []).append(float(value.detach()))
-                epoch_kl.append(totals["train/approx_kl"][-1])
+                for key, value in sums.items():
+                    totals.setdefault(key, []).append(value)
+                epoch_kl.append(sums["train/approx_kl"])
             if args.target_kl is not None and self.mean_across_ranks(_mean(epoch_kl)) > 1.5 * args.target_kl:
                 break  # the policy moved too far from the rollout policy: stop this phase early
         return {key: _mean(values) for key, values in totals.items()}
