@@ -1,7 +1,7 @@
 """NLPO's action masking: a masking model's top-p tokens restrict what the policy may sample.
 
-The same mask is used while sampling (a logits processor inside ``generate()``) and in the
-probability ratio of the update: the processor records the mask of every step, so the update
+The same mask is used while sampling (a logits processor of the sampler or ``generate()``) and
+in the probability ratio of the update: the processor records the mask of every step, so the update
 uses exactly the sets that were sampled from (recomputing them could flip near-ties). The
 processor holds the masking *module*; refreshing it copies the policy's weights into that same
 module in place, so the sampler always sees the refreshed weights (RL4LMs's sampler did not).
@@ -49,7 +49,7 @@ class ActionMasker:
         return top_p_mask(logits, self.top_mask, self.min_keep)
 
     def processor(self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> MaskLogitsProcessor:
-        """A logits processor for ``generate()`` over these prompts."""
+        """A logits processor (Hugging Face signature) over these prompts."""
         return MaskLogitsProcessor(self, prompt_ids, prompt_mask)
 
 

@@ -1,8 +1,9 @@
-"""Collecting rollouts: batched generate() with the KV cache, one scoring pass, rewards once.
+"""Collecting rollouts: batched sampling with the KV cache, one scoring pass, rewards once.
 
-Per batch of prompts: sample responses with ``generate()``; call the reward function once on
-the decoded texts; then one forward pass of the policy (log-probs, values) and one of the frozen
-reference (log-probs) over the whole sequences. Nothing is replayed token by token.
+Per batch of prompts: sample responses (``sampler``, or ``generate()`` for beam search and
+penalties); call the reward function once on the decoded texts; then one forward pass of the
+policy (log-probs, values) and one of the frozen reference (log-probs) over the whole
+sequences. Nothing is replayed token by token.
 """
 
 from __future__ import annotations
