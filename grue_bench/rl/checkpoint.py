@@ -25,20 +25,26 @@ def staged_dir(run_dir: Path, iteration: int) -> Path:
     return run_dir / f"{CHECKPOINT}-{iteration}.staged"
 
 
-def promote_checkpoint(run_dir: Path, iteration: int) -> None:
-    """Make the staged checkpoint of ``iteration`` the one a resume starts from."""
+def promote_checkpoint(run_dir: Path, iteration: int) -> bool:
+    """Make the staged checkpoint of ``iteration`` the one a resume starts from; False when the
+    run has already replaced it by a newer one (see ``discard_staged``)."""
+    if not staged_dir(run_dir, iteration).is_dir():
+        return False
     final, old = run_dir / CHECKPOINT, run_dir / f"{CHECKPOINT}.old"
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():
         final.rename(old)
     staged_dir(run_dir, iteration).rename(final)
     shutil.rmtree(old, ignore_errors=True)
+    return True
 
 
-def discard_staged(run_dir: Path) -> None:
-    """Remove checkpoints staged by an earlier attempt and never promoted."""
+def discard_staged(run_dir: Path, keep: int | None = None) -> None:
+    """Remove staged checkpoints other than ``keep``'s: an earlier attempt's, or (when the
+    writer promotes only after the run has ended, as for Ray tasks) the superseded ones."""
     for staged in run_dir.glob(f"{CHECKPOINT}-*.staged"):
-        shutil.rmtree(staged, ignore_errors=True)
+        if keep is None or staged != staged_dir(run_dir, keep):
+            shutil.rmtree(staged, ignore_errors=True)
 
 
 def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:

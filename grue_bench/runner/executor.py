@@ -80,9 +80,11 @@ def _init_worker(log_level: int, messages: Any, threads: int) -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _worker(spec: RunSpec, output_root: str, send: Any) -> tuple[str, RunOutcome | None, str | None]:
+def _worker(
+    spec: RunSpec, output_root: str, send: Any, live: bool = True
+) -> tuple[str, RunOutcome | None, str | None]:
     """Run one spec away from the writer; what it records goes back to the writer as messages."""
-    return _guarded(spec, MessageRecorder(key=spec.label, send=send), Path(output_root))
+    return _guarded(spec, MessageRecorder(key=spec.label, send=send, live=live), Path(output_root))
 
 
 def _process_task(spec: RunSpec, output_root: str) -> tuple[str, RunOutcome | None, str | None]:
@@ -304,5 +306,5 @@ def prepare_assets(spec: RunSpec) -> str:
 def _ray_task(spec: RunSpec, output_root: str) -> tuple[list, tuple]:
     """A run as a Ray task: its messages come back with its result to the one writer."""
     recorder_messages: list = []
-    result = _worker(spec, output_root, recorder_messages.append)
+    result = _worker(spec, output_root, recorder_messages.append, live=False)
     return recorder_messages, result

@@ -12,6 +12,9 @@ from typing import Any, Protocol
 
 
 class Recorder(Protocol):
+    live: bool
+    """Whether the writer applies what is recorded while the run goes on (not only at its end)."""
+
     def begin(self) -> None: ...
 
     def metrics(self, iteration: int, split: str, values: dict[str, float]) -> None: ...
@@ -27,6 +30,7 @@ class StoreRecorder:
 
     store: Any
     run_id: int
+    live: bool = True
 
     def begin(self) -> None:
         self.store.mark_executing(self.run_id)
@@ -41,8 +45,8 @@ class StoreRecorder:
         """Every row the run sent before this is stored: its staged checkpoint becomes the resume point."""
         from grue_bench.rl.checkpoint import promote_checkpoint
 
-        promote_checkpoint(Path(run_dir), iteration)
-        self.store.set_checkpoint(self.run_id, iteration)
+        if promote_checkpoint(Path(run_dir), iteration):
+            self.store.set_checkpoint(self.run_id, iteration)
 
 
 @dataclass
@@ -51,6 +55,8 @@ class MessageRecorder:
 
     key: str
     send: Any = None
+    live: bool = True
+    """False when the messages reach the writer only after the run has ended (a Ray task's)."""
     messages: list[tuple[str, tuple]] = field(default_factory=list)
 
     def _emit(self, method: str, *args: Any) -> None:

@@ -177,6 +177,8 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
             recorder.generations(iteration, "validation", rows)
         if iteration % every_save == 0 and iteration < n_iters:
             save_checkpoint(staged_dir(out, iteration), algorithm, rng.getstate())
+            if not recorder.live:  # nothing is promoted before the run ends: keep only the newest
+                discard_staged(out, keep=iteration)
             recorder.checkpoint(iteration, str(out))  # promoted by the writer, after this run's rows
     bar.close()
     return _finish(

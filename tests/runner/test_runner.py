@@ -241,3 +241,8 @@ def test_ray_executor_stores_the_same_rows_as_local_processes(tmp_path):
     )
     assert rows(local / "s.sqlite", query) == rows(remote / "s.sqlite", query)
     assert rows(remote / "s.sqlite", "select count(*) from runs where status='finished'") == [(2,)]
+    for folder in (local, remote):  # checkpoints promoted by the writer; none left staged
+        for run_dir in (folder / "runs" / "increasing_numbers" / "ppo").iterdir():
+            assert not list(run_dir.glob("*.staged"))
+            assert json.loads((run_dir / "checkpoint" / "meta.json").read_text())["iteration"] == 3
+    assert rows(remote / "s.sqlite", "select last_checkpoint_iteration from runs") == [(3,), (3,)]
