@@ -6,7 +6,8 @@ a run in a worker process (``--jobs``) or a Ray task sends messages the writer a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,20 +52,16 @@ class StoreRecorder:
 
 @dataclass
 class MessageRecorder:
-    """Collects ``(method, args)`` messages for the writer; ``send`` forwards each (a queue's put)."""
+    """Turns what a run records into ``(key, method, args)`` messages for the writer; ``send``
+    forwards each (a queue's put, or a list's append for a Ray task)."""
 
     key: str
-    send: Any = None
+    send: Callable[[tuple], None]
     live: bool = True
     """False when the messages reach the writer only after the run has ended (a Ray task's)."""
-    messages: list[tuple[str, tuple]] = field(default_factory=list)
 
     def _emit(self, method: str, *args: Any) -> None:
-        message = (self.key, method, args)
-        if self.send is not None:
-            self.send(message)
-        else:
-            self.messages.append(message)
+        self.send((self.key, method, args))
 
     def begin(self) -> None:
         self._emit("begin")

@@ -59,6 +59,14 @@ def rows(store_path, query):
         return db.execute(query).fetchall()
 
 
+def count_now(store_path, query) -> int:
+    """``select count(*) ...`` on a store another process may still be creating (0 until it is)."""
+    try:
+        return rows(store_path, query)[0][0] if store_path.exists() else 0
+    except sqlite3.OperationalError:  # the file exists, its tables not yet
+        return 0
+
+
 def test_a_run_fills_the_store_and_its_artifacts(tmp_path):
     result = subprocess.run(grue_run(tmp_path), capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -92,10 +100,7 @@ def test_sigkill_mid_grid_then_rerun_gives_exactly_one_finished_run_each(tmp_pat
     deadline = time.time() + 300
     while time.time() < deadline:  # kill once the first run has a checkpoint mid-way
         time.sleep(0.5)
-        if (
-            store.exists()
-            and rows(store, "select count(*) from runs where last_checkpoint_iteration >= 2")[0][0]
-        ):
+        if count_now(store, "select count(*) from runs where last_checkpoint_iteration >= 2"):
             break
     process.send_signal(signal.SIGKILL)
     process.wait()
@@ -134,7 +139,7 @@ def test_workers_killed_by_the_os_do_not_hang_the_grid(tmp_path):
     deadline = time.time() + 300
     while process.poll() is None and time.time() < deadline:
         time.sleep(0.1)
-        if store.exists() and rows(store, mid_way)[0][0]:
+        if count_now(store, mid_way):
             break
     workers = _worker_pids(process.pid)
     assert process.poll() is None and workers, "the grid ended before a run was mid-way"
