@@ -18,6 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
+from grue_bench.commands import add_override_argument
+
 METRIC = "semantic/learned_automodel_metric"
 
 
@@ -27,14 +29,7 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=40, help="PPO iterations after the warm start")
     parser.add_argument("--store", type=Path, default=Path("imdb_warm_start.sqlite"))
     parser.add_argument("--output-dir", type=Path, default=Path("imdb_warm_start_runs"))
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="config override, as for `grue run --set` (repeatable)",
-    )
+    add_override_argument(parser)  # --set, as for `grue run`
     args = parser.parse_args()
 
     from grue_bench.rl.trainer import build_reward
