@@ -10,7 +10,7 @@ Prints: sec_per_iter_median, sec_per_iter_min, gen_tokens_per_s (tokens generate
 inside generate()), e2e_tokens_per_s (per second of whole iterations), update_s_median,
 peak_rss_mb, reward_first and reward_last (mean reward of the first and last fifth of the
 iterations); and where an iteration's time goes: generation_s_median (inside the sampler),
-rollout_s_median (generation + scoring passes + reward + credit) and update_s_median.
+rollout_s_median (generation + the reference's scoring pass + reward + credit) and update_s_median.
 """
 
 from __future__ import annotations

@@ -147,6 +147,24 @@ class OnPolicyAlgorithm:
             "time/update_s": update_s,
         }
 
+    def loss(self, mb: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss of a (micro-)batch and its parts keyed as in ``STAT_KEYS`` (for ``gradient_step``)."""
+        raise NotImplementedError
+
+    def gradient_step(self, batch: Rollout) -> dict[str, float]:
+        """One optimizer step on ``batch``'s ``loss``, its gradient accumulated over micro-batches
+        (the same step as on the whole batch at once); returns the loss parts' batch means."""
+        self.optimizer.zero_grad()
+        sums: dict[str, float] = {}
+        for part, weight in self.micro_batches(batch):
+            loss, parts = self.loss(part)
+            self.accelerator.backward(loss * weight)
+            for key, value in parts.items():
+                sums[key] = sums.get(key, 0.0) + weight * float(value.detach())
+        self.accelerator.clip_grad_norm_(self.policy.parameters(), self.args.max_grad_norm)
+        self.optimizer.step()
+        return sums
+
     def micro_batches(self, batch: Rollout) -> list[tuple[Rollout, float]]:
         """``batch`` in slices of ``micro_batch_size`` rows, each with its share of the response
         tokens: the weighted sum of the slices' masked means is the batch's masked mean."""

@@ -121,10 +121,12 @@ class ActorCritic(nn.Module):
                 _, hidden = response_logits_and_hidden(
                     self.critic_lm, batch, self.model_type, want_hidden=True
                 )
-            if detach_value_trunk:
-                hidden = hidden.detach()
-            values = self.value_head(hidden.float()).squeeze(-1)
+            values = self.values(hidden.detach() if detach_value_trunk else hidden)
         return PolicyOutput(logprobs, entropy, values)
+
+    def values(self, hidden: torch.Tensor) -> torch.Tensor:
+        """V(s_t) [B, T] from the trunk's last hidden states [B, T, H]."""
+        return self.value_head(hidden.float()).squeeze(-1)
 
     def policy_parameters(self) -> list[nn.Parameter]:
         """The actor's parameters (the LM), without the critic's."""

@@ -85,15 +85,7 @@ class PPO(OnPolicyAlgorithm):
         for _ in range(args.n_epochs):
             epoch_kl = []
             for index in self.minibatches(len(rollout), generator):
-                self.optimizer.zero_grad()
-                sums: dict[str, float] = {}
-                for part, weight in self.micro_batches(rollout.select(index)):
-                    loss, parts = self.loss(part)
-                    self.accelerator.backward(loss * weight)
-                    for key, value in parts.items():
-                        sums[key] = sums.get(key, 0.0) + weight * float(value.detach())
-                self.accelerator.clip_grad_norm_(self.policy.parameters(), args.max_grad_norm)
-                self.optimizer.step()
+                sums = self.gradient_step(rollout.select(index))
                 for key, value in sums.items():
                     totals.setdefault(key, []).append(value)
                 epoch_kl.append(sums["train/approx_kl"])

@@ -1,9 +1,10 @@
-"""Collecting rollouts: batched sampling with the KV cache, one scoring pass, rewards once.
+"""Collecting rollouts: batched sampling with the KV cache, the reference scored once, rewards once.
 
-Per batch of prompts: sample responses (``sampler``, or ``generate()`` for beam search and
-penalties); call the reward function once on the decoded texts; then one forward pass of the
-policy (log-probs, values) and one of the frozen reference (log-probs) over the whole
-sequences. Nothing is replayed token by token.
+Per batch of prompts: sample responses with our sampler, which keeps the policy's log-probs
+and hidden states (the values' input) from its own forward passes; call the reward function
+once on the decoded texts; then one forward pass of the frozen reference over the whole
+sequences for its log-probs. Responses from ``generate()`` (beam search, penalties) and a
+separate critic LM take one more forward pass of the policy. Nothing is replayed token by token.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class Generated:
     tokens: TokenBatch
     texts: list[str]
     action_mask: torch.Tensor | None = None  # [B, T, V] the allowed tokens NLPO sampled from
+    logprobs: torch.Tensor | None = None  # [B, T] the policy's, kept by the sampler (not generate())
+    hidden: torch.Tensor | None = None  # [B, T, H] the sampler's last hidden states, when asked
 
 
 def encode_prompts(tokenizer, texts: Sequence[str], settings: GenerationSettings, model_type: str, device):
@@ -76,9 +79,11 @@ def generate(
     device,
     masker: ActionMasker | None = None,
     generation_kwargs: dict[str, Any] | None = None,
+    with_hidden: bool = False,
 ) -> Generated:
     """Sample (or decode) responses for ``prompts`` in one batch: plain sampling by our own
-    cached loop (``sampler``), everything else by ``generate()``."""
+    cached loop (``sampler``, which also keeps log-probs, and hidden states ``with_hidden``),
+    everything else by ``generate()``."""
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, settings, model_type, device)
     kwargs = {"max_new_tokens": settings.max_new_tokens, **(generation_kwargs or settings.generation_kwargs)}
     kwargs["max_new_tokens"] = min(kwargs["max_new_tokens"], settings.max_new_tokens)
@@ -90,8 +95,9 @@ def generate(
     processors = [mask_processor] if mask_processor else []
     was_training = lm.training
     lm.eval()
+    sampled = None
     if can_sample(lm, kwargs):
-        response = sample(
+        sampled = sample(
             lm,
             model_type,
             prompt_ids,
@@ -101,19 +107,27 @@ def generate(
             eos_ids,
             tokenizer.pad_token_id,
             processors,
+            with_hidden,
         )
+        response = sampled.tokens
     else:
         response = _hf_generate(
             lm, tokenizer, model_type, prompt_ids, prompt_mask, kwargs, eos_ids, processors
         )
+        if response.size(1) == 0:  # nothing generated at all: one EOS action per sequence
+            response = torch.full_like(prompt_ids[:, :1], tokenizer.eos_token_id)
     lm.train(was_training)
-    if response.size(1) == 0:  # nothing generated at all: one EOS action per sequence
-        response = torch.full_like(prompt_ids[:, :1], tokenizer.eos_token_id)
     mask = response_mask(response, tokenizer.eos_token_id, settings.terminate_on_eos)
     response = torch.where(mask.bool(), response, torch.full_like(response, tokenizer.pad_token_id))
     texts = tokenizer.batch_decode(response, skip_special_tokens=True)
     action_mask = mask_processor.masks()[:, : response.size(1)] if mask_processor else None
-    return Generated(TokenBatch(prompt_ids, prompt_mask, response, mask), texts, action_mask)
+    return Generated(
+        TokenBatch(prompt_ids, prompt_mask, response, mask),
+        texts,
+        action_mask,
+        logprobs=sampled.logprobs if sampled else None,
+        hidden=sampled.hidden if sampled else None,
+    )
 
 
 def _hf_generate(
@@ -218,10 +232,11 @@ class RolloutCollector:
                 self.settings,
                 self.device,
                 self.masker,
+                with_hidden=with_values and self.policy.critic_lm is None,
             )
             self.generation_s += time.perf_counter() - started
             action_mask = gen.action_mask
-            out = self.policy(gen.tokens, action_mask=action_mask, with_values=with_values)
+            logprobs, values = self._logprobs_and_values(gen, with_values)
             ref_logits, _ = response_logits_and_hidden(self.ref_lm, gen.tokens, model_type, want_hidden=False)
             ref_logprobs, _ = logprobs_and_entropy(ref_logits, gen.tokens.response_ids)
             for key, tensor in zip(
@@ -231,9 +246,9 @@ class RolloutCollector:
                     gen.tokens.prompt_mask,
                     gen.tokens.response_ids,
                     gen.tokens.response_mask,
-                    out.logprobs,
+                    logprobs,
                     ref_logprobs,
-                    out.values,
+                    values,
                     action_mask,
                 ),
                 strict=True,
@@ -271,3 +286,14 @@ class RolloutCollector:
             values=pad_right(chunks["v"], 0.0) if chunks["v"] else None,
             action_mask=pad_right(chunks["am"], False) if chunks["am"] else None,
         )
+
+    def _logprobs_and_values(
+        self, gen: Generated, with_values: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The policy's log-probs (and values) of the sampled responses: from the sampler's own
+        forward passes, else from one scoring pass."""
+        if gen.logprobs is not None and (gen.hidden is not None or not with_values):
+            values = self.policy.values(gen.hidden) if with_values else None
+            return gen.logprobs, values
+        out = self.policy(gen.tokens, action_mask=gen.action_mask, with_values=with_values)
+        return out.logprobs, out.values

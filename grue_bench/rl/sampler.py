@@ -2,10 +2,16 @@
 
 ``generate()`` spends more time on its per-step bookkeeping than a small model spends on the
 forward pass, and draws with ``torch.multinomial``, slow on CPU. This loop does only what
-sampling needs: one cached forward per step, Hugging Face's own logits processors (the same
-classes and order as ``generate()``: minimum length, the caller's processors such as NLPO's
-mask, then temperature, top-k, top-p) and a Gumbel-max draw, argmax(logits + Gumbel noise),
-which picks token i with probability softmax(logits)_i exactly as multinomial sampling does.
+sampling needs: one cached forward per step, Hugging Face's own logits processors, and a draw
+by inverting the CDF with one uniform number per row (``draw``).
+
+The loop also keeps what the update needs from those same forward passes, so no scoring pass
+of the policy follows: the log-probability of each sampled token under the policy's own
+distribution, and (when asked) the last hidden state at each step, the value head's input.
+The policy's distribution is the model's logits with the caller's processors applied (NLPO's
+mask); sampling then applies, in ``generate()``'s order, minimum lengths, temperature, top-k and
+top-p. (``generate()`` runs the minimum-length processors before the caller's; the two commute
+for processors that, like NLPO's mask, do not read the scores.)
 
 It serves sampling with the settings in ``SUPPORTED``; anything else (beam search, repetition
 penalties, ...) goes to ``generate()`` (see ``rollout.generate``).
@@ -13,6 +19,8 @@ penalties, ...) goes to ``generate()`` (see ``rollout.generate``).
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -57,7 +65,9 @@ def _setting(lm: Any, kwargs: dict[str, Any], name: str) -> Any:
     return model_value if model_value is not None else HF_DEFAULTS[name]
 
 
-def _processors(lm, kwargs, prompt_length: int, eos_ids: list[int], extra: list) -> list:
+def _sampling_processors(lm, kwargs, prompt_length: int, eos_ids: list[int]) -> list:
+    """Minimum lengths, temperature, top-k, top-p: what turns the policy's distribution into
+    the one sampled from."""
     from transformers import (
         MinLengthLogitsProcessor,
         MinNewTokensLengthLogitsProcessor,
@@ -73,7 +83,6 @@ def _processors(lm, kwargs, prompt_length: int, eos_ids: list[int], extra: list)
         processors.append(
             MinNewTokensLengthLogitsProcessor(prompt_length, _setting(lm, kwargs, "min_new_tokens"), eos_ids)
         )
-    processors += extra
     temperature, top_k, top_p = (_setting(lm, kwargs, k) for k in ("temperature", "top_k", "top_p"))
     if temperature != 1.0:
         processors.append(TemperatureLogitsWarper(temperature))
@@ -84,13 +93,47 @@ def _processors(lm, kwargs, prompt_length: int, eos_ids: list[int], extra: list)
     return processors
 
 
-def gumbel_max(logits: torch.Tensor) -> torch.Tensor:
-    """One token per row, drawn from softmax(logits) [B] (-inf logits are never drawn)."""
-    noise = -torch.log(-torch.log(torch.rand_like(logits, dtype=torch.float)))
-    return (logits.float() + noise).argmax(-1)
+def draw(scores: torch.Tensor) -> torch.Tensor:
+    """One token per row, drawn from softmax(scores) [B]: the first token whose cumulative
+    probability reaches u * total, u uniform in (0, 1]. One random number per row (a Gumbel-max
+    or ``torch.multinomial`` draw makes one per vocabulary entry, 3-7x slower on CPU). As u > 0, a
+    token of probability 0 (whose cumulative sum equals its predecessor's) is never the first to
+    reach it; the guard below keeps that true for a cumulative sum computed out of order (GPU)."""
+    probs = torch.softmax(scores.float(), dim=-1)
+    cdf = probs.cumsum(-1)
+    u = (1 - torch.rand_like(cdf[:, -1:])) * cdf[:, -1:]
+    token = torch.searchsorted(cdf, u).clamp_(max=cdf.size(-1) - 1)
+    drawable = probs.gather(-1, token) > 0
+    if not drawable.all():
+        token = torch.where(drawable, token, probs.argmax(-1, keepdim=True))
+    return token.squeeze(-1)
 
 
-@torch.no_grad()
+@dataclass(frozen=True)
+class Sampled:
+    """Sampled continuations: like ``generate()``'s output without the prompt (causal) or the
+    start token (seq2seq), a row padded after its EOS."""
+
+    tokens: torch.Tensor  # [B, T]
+    logprobs: torch.Tensor  # [B, T] log pi(a_t | s_t) under the policy's distribution, 0 after the end
+    hidden: torch.Tensor | None  # [B, T, H] the last layer's state at each step (the value head's input)
+
+
+def _copied_out_of_inference_mode(function):
+    """Runs ``function`` under ``torch.inference_mode`` (cheaper than ``no_grad``) and returns
+    copies of its tensors made outside it: inference tensors cannot be saved for backward, as the
+    update does with the sampled tokens and log-probs."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs) -> Sampled:
+        with torch.inference_mode():
+            out = function(*args, **kwargs)
+        return Sampled(*(None if t is None else t.clone() for t in (out.tokens, out.logprobs, out.hidden)))
+
+    return wrapper
+
+
+@_copied_out_of_inference_mode
 def sample(
     lm: Any,
     model_type: str,
@@ -101,56 +144,75 @@ def sample(
     eos_ids: list[int],
     pad_id: int,
     logits_processors: list | None = None,
-) -> torch.Tensor:
-    """Sampled continuations [B, <= max_new_tokens]: like ``generate()``'s output without the
-    prompt (causal) or the start token (seq2seq); a row is padded after its EOS, and the loop
-    stops once every row has ended. Processors see ``generate()``'s ``input_ids``."""
+    with_hidden: bool = False,
+) -> Sampled:
+    """Sample continuations of the prompts; the loop stops once every row has ended. Processors
+    see ``generate()``'s ``input_ids``; ``logits_processors`` define the policy's distribution."""
+    policy_processors = logits_processors or []
     batch = prompt_ids.size(0)
     eos = torch.tensor(eos_ids, device=prompt_ids.device, dtype=torch.long)
+    distinct, inverse = _distinct_prompts(prompt_ids, prompt_mask)
     if model_type == "causal":
         ids = torch.cat([prompt_ids, prompt_ids.new_full((batch, max_new_tokens), pad_id)], dim=1)
         mask = torch.cat([prompt_mask, prompt_mask.new_ones(batch, max_new_tokens)], dim=1)
         start = prompt_ids.size(1)
-        positions = causal_position_ids(prompt_mask)
         out = lm(
-            input_ids=prompt_ids,
-            attention_mask=prompt_mask,
-            position_ids=positions,
+            input_ids=distinct[0],
+            attention_mask=distinct[1],
+            position_ids=causal_position_ids(distinct[1]),
             use_cache=True,
+            output_hidden_states=with_hidden,
             logits_to_keep=1,  # only the next token's distribution is needed
         )
-        position = positions[:, -1:]
-        padded = not bool(prompt_mask.all())  # without padding the cached step needs no mask at all
+        position = causal_position_ids(prompt_mask)[:, -1:]
     else:
         first = lm.generation_config.decoder_start_token_id
         ids = prompt_ids.new_full((batch, 1 + max_new_tokens), pad_id)
         ids[:, 0] = lm.config.decoder_start_token_id if first is None else first
         start = 1
-        encoded = lm.get_encoder()(input_ids=prompt_ids, attention_mask=prompt_mask)
+        encoded = lm.get_encoder()(input_ids=distinct[0], attention_mask=distinct[1])
+        if inverse is not None:
+            encoded.last_hidden_state = encoded.last_hidden_state[inverse]
         out = lm(
-            encoder_outputs=encoded, attention_mask=prompt_mask, decoder_input_ids=ids[:, :1], use_cache=True
+            encoder_outputs=encoded,
+            attention_mask=prompt_mask,
+            decoder_input_ids=ids[:, :1],
+            use_cache=True,
+            output_hidden_states=with_hidden,
         )
-    processors = _processors(lm, kwargs, start, eos_ids, logits_processors or [])
+    logits, states = _last_step(out, model_type, with_hidden)
+    if inverse is not None and model_type == "causal":  # every row continues its prompt's cache
+        out.past_key_values.reorder_cache(inverse)
+        logits, states = logits[inverse], None if states is None else states[inverse]
+    sampling_processors = _sampling_processors(lm, kwargs, start, eos_ids)
     running = torch.ones(batch, dtype=torch.bool, device=prompt_ids.device)
-    steps = 0
+    logprobs, hidden = [], []
     for step in range(max_new_tokens):
-        scores = out.logits[:, -1].float()
-        for processor in processors:
-            scores = processor(ids[:, : start + step], scores)
-        token = torch.where(running, gumbel_max(scores), pad_id)
+        seen = ids[:, : start + step]
+        policy_scores = logits.float()
+        for processor in policy_processors:
+            policy_scores = processor(seen, policy_scores)
+        scores = policy_scores
+        for processor in sampling_processors:
+            scores = processor(seen, scores)
+        token = torch.where(running, draw(scores), pad_id)
         ids[:, start + step] = token
-        steps = step + 1
+        chosen = torch.log_softmax(policy_scores, dim=-1).gather(-1, token[:, None]).squeeze(-1)
+        logprobs.append(torch.where(running, chosen, 0.0))
+        if with_hidden:
+            hidden.append(states)
         running &= ~torch.isin(token, eos)
-        if not running.any() or steps == max_new_tokens:
+        if not running.any() or step + 1 == max_new_tokens:
             break
         if model_type == "causal":
             position = position + 1
             out = lm(
                 input_ids=token[:, None],
-                attention_mask=mask[:, : start + steps] if padded else None,
+                attention_mask=mask[:, : start + step + 1],
                 position_ids=position,
                 past_key_values=out.past_key_values,
                 use_cache=True,
+                output_hidden_states=with_hidden,
             )
         else:
             out = lm(
@@ -159,5 +221,33 @@ def sample(
                 decoder_input_ids=token[:, None],
                 past_key_values=out.past_key_values,
                 use_cache=True,
+                output_hidden_states=with_hidden,
             )
-    return ids[:, start : start + steps]
+        logits, states = _last_step(out, model_type, with_hidden)
+    steps = len(logprobs)
+    return Sampled(
+        ids[:, start : start + steps],
+        torch.stack(logprobs, dim=1),
+        torch.stack(hidden, dim=1) if with_hidden else None,
+    )
+
+
+def _distinct_prompts(
+    prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
+) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor | None]:
+    """The distinct prompts (ids, mask) and, when some repeat (GRPO and RLOO answer each prompt
+    several times), each row's index among them: the prompts are run through the model once."""
+    rows = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=1)
+    distinct, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    if distinct.size(0) == rows.size(0):
+        return (prompt_ids, prompt_mask), None
+    ids, mask = distinct.split(prompt_ids.size(1), dim=1)
+    return (ids, mask.to(prompt_mask.dtype)), inverse
+
+
+def _last_step(out, model_type: str, with_hidden: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The next-token logits [B, V] and, when asked, the last layer's state there [B, H]."""
+    if not with_hidden:
+        return out.logits[:, -1], None
+    states = out.hidden_states if model_type == "causal" else out.decoder_hidden_states
+    return out.logits[:, -1], states[-1][:, -1]

@@ -98,12 +98,15 @@ class CountReward:
         return [float(len(g.split())) for g in generations]
 
 
-@pytest.mark.parametrize("alg", ["ppo", "grpo"])
+@pytest.mark.parametrize("alg", ["ppo", "grpo", "a2c"])
 def test_micro_batches_change_memory_not_the_update(alg):
+    from grue_bench.rl.a2c import A2C
+    from grue_bench.rl.hparams import A2CArgs
     from grue_bench.rl.ppo import PPO
 
     tokenizer = word_tokenizer()
-    cls, args = (PPO, PPOArgs) if alg == "ppo" else (GRPO, GRPOArgs)
+    cls, args = {"ppo": (PPO, PPOArgs), "grpo": (GRPO, GRPOArgs), "a2c": (A2C, A2CArgs)}[alg]
+    epochs = {} if alg == "a2c" else {"n_epochs": 2}  # A2C: one step per rollout
     pool = [Sample(id=str(i), prompt_or_input_text=f"{i} {i + 1}", references=[]) for i in range(20)]
     updated = []
     for micro in (8, 3):  # one pass per minibatch, or three with accumulated gradients
@@ -111,7 +114,7 @@ def test_micro_batches_change_memory_not_the_update(alg):
         for module in lm.modules():  # no dropout: both updates must see the same forward passes
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
-        hparams = args(n_steps=8, batch_size=8, n_epochs=2, micro_batch_size=micro, learning_rate=1e-2)
+        hparams = args(n_steps=8, batch_size=8, micro_batch_size=micro, learning_rate=1e-2, **epochs)
         algorithm = cls(ActorCritic(lm, "causal"), tokenizer, CountReward(), hparams, SETTINGS, 0.1)
         torch.manual_seed(0)
         stats = algorithm.step(pool, random.Random(0))

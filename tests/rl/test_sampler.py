@@ -5,8 +5,10 @@ import pytest
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper
 
+from grue_bench.rl.masking import ActionMasker
+from grue_bench.rl.policy import ActorCritic, frozen_copy
 from grue_bench.rl.rollout import GenerationSettings, encode_prompts, generate
-from grue_bench.rl.sampler import can_sample, sample
+from grue_bench.rl.sampler import can_sample, draw, sample
 
 from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
 
@@ -38,8 +40,14 @@ def _settings(**kwargs):
 
 @pytest.mark.parametrize(
     ("model_type", "prompts"),
-    [("causal", PROMPTS), ("causal", ["1 2 3", "4 5 6", "the dog runs"]), ("seq2seq", PROMPTS)],
-    ids=["causal-padded", "causal-unpadded", "seq2seq"],
+    [
+        ("causal", PROMPTS),
+        ("causal", ["1 2 3", "4 5 6", "the dog runs"]),
+        ("causal", PROMPTS * 2),  # repeated prompts: run through the model once
+        ("seq2seq", PROMPTS),
+        ("seq2seq", PROMPTS * 2),
+    ],
+    ids=["causal-padded", "causal-unpadded", "causal-repeated", "seq2seq", "seq2seq-repeated"],
 )
 def test_top_1_sampling_equals_generate_greedy_with_rows_ending_at_different_steps(model_type, prompts):
     tokenizer, lm = _models(model_type)
@@ -47,7 +55,7 @@ def test_top_1_sampling_equals_generate_greedy_with_rows_ending_at_different_ste
     start = ids.size(1) if model_type == "causal" else 1
     ours = sample(
         lm, model_type, ids, mask, {"do_sample": True, "top_k": 1}, 6, [1], 0, [EndRowZeroAtStep(start, 2)]
-    )
+    ).tokens
     config = GenerationConfig(
         do_sample=False, max_new_tokens=6, pad_token_id=0, eos_token_id=[1], decoder_start_token_id=0
     )
@@ -68,7 +76,7 @@ def test_sampled_tokens_follow_generates_warped_distribution():
     ids, mask = encode_prompts(tokenizer, ["the cat"] * n, _settings(), "causal", "cpu")
     kwargs = {"do_sample": True, "temperature": 0.7, "top_k": 5}
     torch.manual_seed(0)
-    first = sample(lm, "causal", ids, mask, kwargs, 1, [], 0)[:, 0]
+    first = sample(lm, "causal", ids, mask, kwargs, 1, [], 0).tokens[:, 0]
     with torch.no_grad():
         logits = lm(input_ids=ids[:1], attention_mask=mask[:1]).logits[:, -1]
     warped = TopKLogitsWarper(5)(ids[:1], TemperatureLogitsWarper(0.7)(ids[:1], logits))
@@ -85,7 +93,9 @@ def test_min_new_tokens_holds_eos_back_then_eos_ends_every_row():
     def push_eos(input_ids, scores):
         return scores + 100 * (torch.arange(scores.size(-1)) == 1)
 
-    out = sample(lm, "causal", ids, mask, {"do_sample": True, "min_new_tokens": 3}, 6, [1], 0, [push_eos])
+    out = sample(
+        lm, "causal", ids, mask, {"do_sample": True, "min_new_tokens": 3}, 6, [1], 0, [push_eos]
+    ).tokens
     assert out.size(1) == 4  # the loop stops once every row has ended
     assert (out[:, :3] != 1).all() and (out[:, 3] == 1).all()
 
@@ -108,3 +118,50 @@ def test_generate_samples_and_decodes_with_beams_through_the_same_interface(mode
     for out in (sampled, beams):
         assert out.tokens.response_ids.size(0) == 3 and len(out.texts) == 3
         assert out.tokens.response_ids.size(1) <= 6
+
+
+def test_draw_never_picks_a_token_of_probability_zero_at_either_end_of_the_uniform_range(monkeypatch):
+    scores = torch.tensor(
+        [[float("-inf"), 0.0, 1.0, float("-inf")], [0.0, float("-inf"), float("-inf"), 2.0]]
+    )
+    monkeypatch.setattr(torch, "rand_like", lambda t, **kw: torch.zeros_like(t))  # u = the whole mass
+    assert draw(scores).tolist() == [2, 3]
+    monkeypatch.setattr(torch, "rand_like", lambda t, **kw: torch.full_like(t, 1 - 2**-24))  # u ~ 0
+    assert draw(scores).tolist() == [1, 0]
+
+
+def test_draw_replaces_a_zero_probability_pick_of_an_unordered_cumulative_sum(monkeypatch):
+    scores = torch.tensor([[float("-inf"), 0.0, 1.0], [0.0, 1.0, float("-inf")]])
+    # a cumulative sum computed out of order (GPU) may put u at a zero-probability token
+    monkeypatch.setattr(torch, "searchsorted", lambda cdf, u: torch.tensor([[0], [2]]))
+    assert draw(scores).tolist() == [2, 1]  # the most likely token instead
+
+
+@pytest.mark.parametrize(
+    ("model_type", "prompts", "nlpo"),
+    [
+        ("causal", PROMPTS * 2, False),
+        ("causal", ["1 2 3", "4 5 6", "the dog runs", "7 8 9"], True),
+        ("seq2seq", PROMPTS * 2, True),
+    ],
+    ids=["causal-padded-repeated", "causal-unpadded-masked", "seq2seq-repeated-masked"],
+)
+def test_sampler_log_probs_and_values_equal_a_scoring_pass_over_the_sampled_sequences(
+    model_type, prompts, nlpo
+):
+    """What the sampler keeps from its cached steps is what a forward pass of the policy over
+    the whole sequences gives: log-probs (under NLPO's mask when masked) and values."""
+    tokenizer, lm = _models(model_type)
+    policy = ActorCritic(lm, model_type)
+    torch.nn.init.normal_(policy.value_head.weight)
+    masker = ActionMasker(frozen_copy(lm), model_type, "learned_top_p", 0.6, 2) if nlpo else None
+    settings = GenerationSettings(8, "left", 6, True, {"do_sample": True, "top_k": 0, "temperature": 1.5})
+    torch.manual_seed(1)
+    gen = generate(lm, tokenizer, model_type, prompts, settings, "cpu", masker, with_hidden=True)
+    with torch.no_grad():
+        scored = policy(gen.tokens, action_mask=gen.action_mask)
+    mask = gen.tokens.response_mask
+    assert mask.sum() > len(prompts)  # more than one token each
+    assert torch.allclose(gen.logprobs * mask, scored.logprobs * mask, atol=1e-5)
+    assert torch.allclose(policy.values(gen.hidden) * mask, scored.values * mask, atol=1e-5)
+    assert (gen.logprobs[mask == 0] == 0).all()
