@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue as queue_module
 import signal
 import sys
@@ -61,7 +62,7 @@ _MESSAGES: Any = None
 """In a worker process: the queue to the writer (handed over when the worker starts)."""
 
 
-def _init_worker(log_level: int, messages: Any, threads: int) -> None:
+def _init_worker(log_level: int, messages: Any, threads: int, writer_pid: int) -> None:
     """Pool initializer: keep the writer's queue, log like the writer, share the cores (``jobs``
     workers with every core each would oversubscribe them); and on Linux, die when the writer
     dies (even by SIGKILL), so no orphan keeps writing into a run folder the next attempt resumes."""
@@ -78,6 +79,8 @@ def _init_worker(log_level: int, messages: Any, threads: int) -> None:
 
         pr_set_pdeathsig = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() != writer_pid:  # the writer died before the signal was armed
+            os._exit(1)
 
 
 def _worker(
@@ -184,6 +187,7 @@ class GridExecutor:
             logging.getLogger().getEffectiveLevel(),
             messages,
             max(1, (multiprocessing.cpu_count() or 1) // jobs),
+            os.getpid(),
         )
         interrupted: dict[str, int] = {}
         pending, prepared = list(todo), False

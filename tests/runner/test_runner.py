@@ -156,6 +156,17 @@ def test_workers_killed_by_the_os_do_not_hang_the_grid(tmp_path):
     assert [c for (c,) in counts] == [30, 30, 30]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the death signal is Linux's")
+def test_a_worker_whose_writer_died_before_it_started_exits_at_once():
+    """A writer SIGKILLed while spawning its pool dies before the workers arm their death signal:
+    they must not live on as orphans."""
+    start = "from grue_bench.runner.executor import _init_worker; _init_worker(20, None, 1, {pid})"
+    orphan = subprocess.run([sys.executable, "-c", start.format(pid=1 << 30)], timeout=120)
+    assert orphan.returncode == 1
+    child = subprocess.run([sys.executable, "-c", start.format(pid=os.getpid())], timeout=120)
+    assert child.returncode == 0
+
+
 def test_two_processes_on_one_store_both_finish(tmp_path):
     first = subprocess.Popen(
         grue_run(tmp_path, seeds="0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
