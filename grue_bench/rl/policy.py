@@ -31,11 +31,29 @@ def causal_position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
+def distinct_prompts(
+    prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
+) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor | None]:
+    """The distinct prompts (ids, mask) and, when some repeat (GRPO and RLOO answer each prompt
+    several times), each row's index among them, so each prompt goes through the model once."""
+    rows = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=1)
+    distinct, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    if distinct.size(0) == rows.size(0):
+        return (prompt_ids, prompt_mask), None
+    ids, mask = distinct.split(prompt_ids.size(1), dim=1)
+    return (ids, mask.to(prompt_mask.dtype)), inverse
+
+
 def response_logits_and_hidden(
     lm: nn.Module, batch: TokenBatch, model_type: str, want_hidden: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Logits predicting each response token [B, T, V] and the hidden states at those steps."""
+    """Logits predicting each response token [B, T, V] and the hidden states at those steps.
+    Repeated prompts go through the model once (their keys and values, or encoder states, are
+    shared by the rows that repeat them)."""
     prompt_len = batch.prompt_ids.size(1)
+    (prompt_ids, prompt_mask), inverse = distinct_prompts(batch.prompt_ids, batch.prompt_mask)
+    if model_type == "causal" and inverse is not None:
+        return _causal_with_shared_prompts(lm, batch, prompt_ids, prompt_mask, inverse, want_hidden)
     if model_type == "causal":
         input_ids = torch.cat([batch.prompt_ids, batch.response_ids], dim=1)
         attention = torch.cat([batch.prompt_mask, batch.response_mask.to(batch.prompt_mask.dtype)], dim=1)
@@ -56,8 +74,11 @@ def response_logits_and_hidden(
     decoder_mask = torch.cat(
         [torch.ones_like(batch.response_mask[:, :1]), batch.response_mask[:, :-1]], dim=1
     )
+    encoded = lm.get_encoder()(input_ids=prompt_ids, attention_mask=prompt_mask)
+    if inverse is not None:
+        encoded.last_hidden_state = encoded.last_hidden_state[inverse]
     out = lm(
-        input_ids=batch.prompt_ids,
+        encoder_outputs=encoded,
         attention_mask=batch.prompt_mask,
         decoder_input_ids=decoder_input,
         decoder_attention_mask=decoder_mask.long(),
@@ -65,6 +86,43 @@ def response_logits_and_hidden(
         use_cache=False,
     )
     return out.logits, (out.decoder_hidden_states[-1] if want_hidden else None)
+
+
+def _causal_with_shared_prompts(
+    lm: nn.Module,
+    batch: TokenBatch,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    inverse: torch.Tensor,
+    want_hidden: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``response_logits_and_hidden`` for a causal LM: the distinct prompts once, then every
+    response over its prompt's cached keys and values (gradients flow through both)."""
+    prefix = lm(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        position_ids=causal_position_ids(prompt_mask),
+        output_hidden_states=want_hidden,
+        use_cache=True,
+        logits_to_keep=1,  # the prompt's last position predicts the first response token
+    )
+    cache = prefix.past_key_values
+    cache.reorder_cache(inverse)
+    attention = torch.cat([batch.prompt_mask, batch.response_mask.to(batch.prompt_mask.dtype)], dim=1)
+    response_len = batch.response_ids.size(1)
+    out = lm(  # the last response token predicts nothing, but keeps the input non-empty
+        input_ids=batch.response_ids,
+        attention_mask=attention,
+        position_ids=causal_position_ids(attention)[:, -response_len:],
+        past_key_values=cache,
+        output_hidden_states=want_hidden,
+        use_cache=True,
+    )
+    logits = torch.cat([prefix.logits[inverse], out.logits[:, :-1]], dim=1)
+    if not want_hidden:
+        return logits, None
+    states = out.hidden_states[-1][:, :-1]
+    return logits, torch.cat([prefix.hidden_states[-1][inverse, -1:], states], dim=1)
 
 
 def logprobs_and_entropy(

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from grue_bench.rl.policy import causal_position_ids
+from grue_bench.rl.policy import causal_position_ids, distinct_prompts
 
 SUPPORTED = frozenset(
     {"do_sample", "temperature", "top_k", "top_p", "min_length", "min_new_tokens", "max_new_tokens"}
@@ -151,7 +151,7 @@ def sample(
     policy_processors = logits_processors or []
     batch = prompt_ids.size(0)
     eos = torch.tensor(eos_ids, device=prompt_ids.device, dtype=torch.long)
-    distinct, inverse = _distinct_prompts(prompt_ids, prompt_mask)
+    distinct, inverse = distinct_prompts(prompt_ids, prompt_mask)
     if model_type == "causal":
         ids = torch.cat([prompt_ids, prompt_ids.new_full((batch, max_new_tokens), pad_id)], dim=1)
         mask = torch.cat([prompt_mask, prompt_mask.new_ones(batch, max_new_tokens)], dim=1)
@@ -230,19 +230,6 @@ def sample(
         torch.stack(logprobs, dim=1),
         torch.stack(hidden, dim=1) if with_hidden else None,
     )
-
-
-def _distinct_prompts(
-    prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
-) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor | None]:
-    """The distinct prompts (ids, mask) and, when some repeat (GRPO and RLOO answer each prompt
-    several times), each row's index among them: the prompts are run through the model once."""
-    rows = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=1)
-    distinct, inverse = torch.unique(rows, dim=0, return_inverse=True)
-    if distinct.size(0) == rows.size(0):
-        return (prompt_ids, prompt_mask), None
-    ids, mask = distinct.split(prompt_ids.size(1), dim=1)
-    return (ids, mask.to(prompt_mask.dtype)), inverse
 
 
 def _last_step(out, model_type: str, with_hidden: bool) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -51,6 +51,31 @@ def test_one_pass_logprobs_equal_the_generation_scores(model_type):
     assert torch.all(result.entropy > 0)
 
 
+@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
+def test_repeated_prompts_run_once_and_give_each_row_its_own_pass_and_gradient(model_type):
+    tokenizer = word_tokenizer()
+    lm = (tiny_causal if model_type == "causal" else tiny_seq2seq)(tokenizer).eval()
+    policy = ActorCritic(lm, model_type)
+    torch.nn.init.normal_(policy.value_head.weight)
+    ids, mask = encode_prompts(
+        tokenizer, ["1 2 3", "the cat", "1 2 3", "the cat"], SETTINGS, model_type, "cpu"
+    )
+    response = torch.tensor([[5, 6, 7], [8, 1, 0], [9, 1, 0], [5, 6, 7]])
+    batch = TokenBatch(ids, mask, response, response_mask(response, 1, True))
+
+    def outputs_and_gradient(rows):
+        policy.zero_grad()
+        outs = [policy(batch.select(r)) for r in rows]
+        logprobs, values = (torch.cat([getattr(o, k) for o in outs]) for k in ("logprobs", "values"))
+        ((logprobs + values) * batch.response_mask).sum().backward()
+        return logprobs, values, torch.cat([p.grad.flatten() for p in policy.parameters()])
+
+    shared = outputs_and_gradient([torch.arange(4)])  # two prompts, each run once
+    alone = outputs_and_gradient([torch.tensor([i]) for i in range(4)])
+    for ours, theirs in zip(shared, alone, strict=True):
+        assert torch.allclose(ours, theirs, atol=1e-5)
+
+
 def test_separate_critic_owns_its_trunk():
     tokenizer = word_tokenizer()
     policy = ActorCritic(tiny_causal(tokenizer), "causal", critic="separate")
