@@ -125,6 +125,11 @@ def _causal_with_shared_prompts(
     return logits, torch.cat([prefix.hidden_states[-1][inverse, -1:], states], dim=1)
 
 
+def token_logprobs(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """log pi(a) of the taken tokens [B, T] (no entropy: the reference pass needs none)."""
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+
 def logprobs_and_entropy(
     logits: torch.Tensor,
     actions: torch.Tensor,

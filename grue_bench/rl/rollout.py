@@ -21,7 +21,7 @@ from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.rl.batch import Rollout, TokenBatch
 from grue_bench.rl.masking import ActionMasker
-from grue_bench.rl.policy import ActorCritic, logprobs_and_entropy, response_logits_and_hidden
+from grue_bench.rl.policy import ActorCritic, response_logits_and_hidden, token_logprobs
 from grue_bench.rl.sampler import can_sample, sample
 
 
@@ -238,7 +238,7 @@ class RolloutCollector:
             action_mask = gen.action_mask
             logprobs, values = self._logprobs_and_values(gen, with_values)
             ref_logits, _ = response_logits_and_hidden(self.ref_lm, gen.tokens, model_type, want_hidden=False)
-            ref_logprobs, _ = logprobs_and_entropy(ref_logits, gen.tokens.response_ids)
+            ref_logprobs = token_logprobs(ref_logits, gen.tokens.response_ids)
             for key, tensor in zip(
                 chunks,
                 (

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from grue_bench.rl.policy import causal_position_ids, distinct_prompts
+from grue_bench.rl.policy import causal_position_ids, distinct_prompts, token_logprobs
 
 SUPPORTED = frozenset(
     {"do_sample", "temperature", "top_k", "top_p", "min_length", "min_new_tokens", "max_new_tokens"}
@@ -197,8 +197,7 @@ def sample(
             scores = processor(seen, scores)
         token = torch.where(running, draw(scores), pad_id)
         ids[:, start + step] = token
-        chosen = torch.log_softmax(policy_scores, dim=-1).gather(-1, token[:, None]).squeeze(-1)
-        logprobs.append(torch.where(running, chosen, 0.0))
+        logprobs.append(torch.where(running, token_logprobs(policy_scores, token), 0.0))
         if with_hidden:
             hidden.append(states)
         running &= ~torch.isin(token, eos)
