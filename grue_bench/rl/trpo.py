@@ -15,7 +15,7 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from grue_bench.rl.advantages import masked_mean
-from grue_bench.rl.algorithm import OnPolicyAlgorithm
+from grue_bench.rl.algorithm import OnPolicyAlgorithm, adamw
 from grue_bench.rl.batch import Rollout
 from grue_bench.rl.hparams import TRPOArgs
 from grue_bench.rl.policy import response_logits_and_hidden
@@ -48,7 +48,7 @@ class TRPO(OnPolicyAlgorithm):
 
     def make_optimizer(self, policy):
         # Only the critic is trained by gradient descent; the actor moves by the natural-gradient step.
-        return torch.optim.AdamW(policy.critic_parameters(), lr=self.args.learning_rate, weight_decay=0.0)
+        return adamw(policy.critic_parameters(), self.args.learning_rate)
 
     def _log_probs(self, rollout: Rollout) -> torch.Tensor:
         """log pi(.|s_t) over the vocabulary at every response step [B, T, V]."""
