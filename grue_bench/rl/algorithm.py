@@ -3,7 +3,8 @@ episodes, assign credit, update, adapt beta.
 
 An algorithm subclasses ``OnPolicyAlgorithm`` and writes its ``update``; critic-free ones also
 write how prompts are drawn (``draw``) and how credit is assigned (``credit``; GAE by default).
-Metric keys are the same for every algorithm (see ``STAT_KEYS``).
+Metric keys are the same for every algorithm (see ``STAT_KEYS``); ``train/kl_to_ref`` is left
+out when the KL coefficient is 0, as there is no reference model to measure it against.
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ class OnPolicyAlgorithm:
         self.args = args
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
         self.device = self.accelerator.device
-        self.ref_lm = frozen_copy(policy.lm).to(self.device)
+        # beta 0 stays 0 under either controller: then no reference model is kept or run (TRL's
+        # GRPO default), and the KL to it, not measured, is not reported
+        self.ref_lm = frozen_copy(policy.lm).to(self.device) if kl_coeff > 0 else None
         self.optimizer = self.make_optimizer(policy)
         self.policy, self.optimizer = self.accelerator.prepare(policy, self.optimizer)
         self.kl = make_kl_controller(kl_coeff, target_kl, kl_rate)
@@ -137,14 +140,14 @@ class OnPolicyAlgorithm:
         self.policy.train()
         train_stats = self.update(rollout)
         update_s = time.perf_counter() - started
-        kl_to_ref = self.mean_across_ranks(float(episodes.kl.sum(1).mean()))
         kl_coef = self.kl.value
-        self.kl.update(kl_to_ref)
+        if self.ref_lm is not None:
+            train_stats["train/kl_to_ref"] = self.mean_across_ranks(float(episodes.kl.sum(1).mean()))
+            self.kl.update(train_stats["train/kl_to_ref"])
         self.iteration += 1
         self.last_texts = episodes.texts
         return {
             **train_stats,
-            "train/kl_to_ref": kl_to_ref,
             "train/kl_coef": kl_coef,
             "rollout/reward": self.mean_across_ranks(float(episodes.task_rewards.mean())),
             "rollout/length": float(episodes.tokens.response_mask.sum(1).mean()),

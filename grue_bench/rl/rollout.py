@@ -175,7 +175,7 @@ class Episodes:
     texts: list[str]
     task_rewards: torch.Tensor  # [N] the reward function's score of each episode
     logprobs: torch.Tensor  # [N, T] log pi_old(a_t | s_t)
-    ref_logprobs: torch.Tensor  # [N, T] log pi_ref(a_t | s_t)
+    ref_logprobs: torch.Tensor  # [N, T] log pi_ref(a_t | s_t); the policy's own without a reference
     values: torch.Tensor | None  # [N, T] V(s_t), None for critic-free algorithms
     action_mask: torch.Tensor | None  # [N, T, V] NLPO's allowed tokens
 
@@ -202,7 +202,8 @@ class RolloutCollector:
     """Samples episodes from the current policy and scores them."""
 
     policy: ActorCritic
-    ref_lm: torch.nn.Module
+    ref_lm: torch.nn.Module | None
+    """The frozen reference; None when the KL coefficient is 0 (the KL terms then vanish)."""
     tokenizer: Any
     reward_fn: Any
     settings: GenerationSettings
@@ -237,8 +238,7 @@ class RolloutCollector:
             self.generation_s += time.perf_counter() - started
             action_mask = gen.action_mask
             logprobs, values = self._logprobs_and_values(gen, with_values)
-            ref_logits, _ = response_logits_and_hidden(self.ref_lm, gen.tokens, model_type, want_hidden=False)
-            ref_logprobs = token_logprobs(ref_logits, gen.tokens.response_ids)
+            ref_logprobs = self._reference_logprobs(gen.tokens, logprobs)
             for key, tensor in zip(
                 chunks,
                 (
@@ -297,3 +297,10 @@ class RolloutCollector:
             return gen.logprobs, values
         out = self.policy(gen.tokens, action_mask=gen.action_mask, with_values=with_values)
         return out.logprobs, out.values
+
+    def _reference_logprobs(self, tokens: TokenBatch, logprobs: torch.Tensor) -> torch.Tensor:
+        """The reference's log-probs of the responses (the policy's own when there is none)."""
+        if self.ref_lm is None:
+            return logprobs
+        logits, _ = response_logits_and_hidden(self.ref_lm, tokens, self.policy.model_type, want_hidden=False)
+        return token_logprobs(logits, tokens.response_ids)

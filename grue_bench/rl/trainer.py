@@ -207,7 +207,10 @@ def train(
         stats = algorithm.step(pool, rng)
         result.history.append(stats)
         log.info(
-            "iteration %d: reward %.4f kl %.4f", iteration, stats["rollout/reward"], stats["train/kl_to_ref"]
+            "iteration %d: reward %.4f kl %s",
+            iteration,
+            stats["rollout/reward"],
+            stats.get("train/kl_to_ref", "not measured (beta 0: no reference)"),
         )
         if on_iteration is not None:
             on_iteration(iteration, stats, algorithm)

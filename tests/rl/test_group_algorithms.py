@@ -125,3 +125,26 @@ def test_micro_batches_change_memory_not_the_update(alg):
     assert torch.allclose(first, second, atol=1e-4)
     assert float((first - second).abs().median()) < 1e-7
     assert first_stats["train/policy_loss"] == pytest.approx(second_stats["train/policy_loss"], abs=1e-6)
+
+
+@pytest.mark.parametrize("alg", ["grpo", "ppo"])
+def test_a_kl_coefficient_of_zero_keeps_and_runs_no_reference_model_and_reports_no_kl(alg):
+    from grue_bench.rl.ppo import PPO
+
+    cls, args = (PPO, PPOArgs) if alg == "ppo" else (GRPO, GRPOArgs)
+    pool = [Sample(id=str(i), prompt_or_input_text=f"{i} {i + 1}", references=[]) for i in range(20)]
+    stats = {}
+    for beta in (0.0, 0.1):
+        tokenizer = word_tokenizer()
+        hparams = args(n_steps=8, batch_size=8, n_epochs=1, learning_rate=1e-2)
+        policy = ActorCritic(tiny_causal(tokenizer), "causal")
+        algorithm = cls(policy, tokenizer, CountReward(), hparams, SETTINGS, beta)
+        before = torch.nn.utils.parameters_to_vector(algorithm.unwrapped.lm.parameters()).clone()
+        rng = random.Random(0)
+        algorithm.step(pool, rng)
+        stats[beta] = algorithm.step(pool, rng)  # the policy has moved off the reference
+        after = torch.nn.utils.parameters_to_vector(algorithm.unwrapped.lm.parameters())
+        assert not torch.equal(before, after)  # the update ran
+        assert (algorithm.ref_lm is None) == (beta == 0)
+    assert "train/kl_to_ref" not in stats[0.0] and stats[0.0]["train/kl_coef"] == 0.0
+    assert stats[0.1]["train/kl_to_ref"] > 0  # with a reference, the KL is measured
