@@ -44,29 +44,62 @@ def distinct_prompts(
     return (ids, mask.to(prompt_mask.dtype)), inverse
 
 
+def causal_prompt_pass(
+    lm: nn.Module,
+    prompts: tuple[torch.Tensor, torch.Tensor],
+    inverse: torch.Tensor | None,
+    want_hidden: bool,
+) -> tuple[object, torch.Tensor, torch.Tensor | None]:
+    """One pass of a causal LM over ``distinct_prompts``' prompts (ids, mask), with the KV cache:
+    the cache, the last position's logits [B, 1, V] (predicting the first response token) and,
+    when wanted, its last-layer state [B, 1, H], all expanded to every row by ``inverse``."""
+    ids, mask = prompts
+    out = lm(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=causal_position_ids(mask),
+        output_hidden_states=want_hidden,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    logits, hidden = out.logits, (out.hidden_states[-1][:, -1:] if want_hidden else None)
+    if inverse is not None:
+        out.past_key_values.reorder_cache(inverse)
+        logits, hidden = logits[inverse], (None if hidden is None else hidden[inverse])
+    return out.past_key_values, logits, hidden
+
+
+def encoded_prompts(
+    lm: nn.Module, prompts: tuple[torch.Tensor, torch.Tensor], inverse: torch.Tensor | None
+) -> object:
+    """A seq2seq LM's encoder outputs for ``distinct_prompts``' prompts, expanded to every row."""
+    encoded = lm.get_encoder()(input_ids=prompts[0], attention_mask=prompts[1])
+    if inverse is not None:
+        encoded.last_hidden_state = encoded.last_hidden_state[inverse]
+    return encoded
+
+
 def response_logits_and_hidden(
     lm: nn.Module, batch: TokenBatch, model_type: str, want_hidden: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logits predicting each response token [B, T, V] and the hidden states at those steps.
     Repeated prompts go through the model once (their keys and values, or encoder states, are
     shared by the rows that repeat them)."""
-    prompt_len = batch.prompt_ids.size(1)
-    (prompt_ids, prompt_mask), inverse = distinct_prompts(batch.prompt_ids, batch.prompt_mask)
-    if model_type == "causal" and inverse is not None:
-        return _causal_with_shared_prompts(lm, batch, prompt_ids, prompt_mask, inverse, want_hidden)
+    prompts, inverse = distinct_prompts(batch.prompt_ids, batch.prompt_mask)
     if model_type == "causal":
-        input_ids = torch.cat([batch.prompt_ids, batch.response_ids], dim=1)
         attention = torch.cat([batch.prompt_mask, batch.response_mask.to(batch.prompt_mask.dtype)], dim=1)
+        if inverse is not None:
+            return _causal_with_shared_prompts(lm, batch, attention, prompts, inverse, want_hidden)
         response_len = batch.response_ids.size(1)
         out = lm(
-            input_ids=input_ids,
+            input_ids=torch.cat([batch.prompt_ids, batch.response_ids], dim=1),
             attention_mask=attention,
             position_ids=causal_position_ids(attention),
             output_hidden_states=want_hidden,
             use_cache=False,
             logits_to_keep=response_len + 1,  # no vocabulary projection over the prompt
         )
-        steps = slice(prompt_len - 1, input_ids.size(1) - 1)  # the state before each response token
+        steps = slice(batch.prompt_ids.size(1) - 1, -1)  # the state before each response token
         hidden = out.hidden_states[-1][:, steps] if want_hidden else None
         return out.logits[:, :response_len], hidden
     start = torch.full_like(batch.response_ids[:, :1], lm.config.decoder_start_token_id)
@@ -74,11 +107,8 @@ def response_logits_and_hidden(
     decoder_mask = torch.cat(
         [torch.ones_like(batch.response_mask[:, :1]), batch.response_mask[:, :-1]], dim=1
     )
-    encoded = lm.get_encoder()(input_ids=prompt_ids, attention_mask=prompt_mask)
-    if inverse is not None:
-        encoded.last_hidden_state = encoded.last_hidden_state[inverse]
     out = lm(
-        encoder_outputs=encoded,
+        encoder_outputs=encoded_prompts(lm, prompts, inverse),
         attention_mask=batch.prompt_mask,
         decoder_input_ids=decoder_input,
         decoder_attention_mask=decoder_mask.long(),
@@ -91,24 +121,14 @@ def response_logits_and_hidden(
 def _causal_with_shared_prompts(
     lm: nn.Module,
     batch: TokenBatch,
-    prompt_ids: torch.Tensor,
-    prompt_mask: torch.Tensor,
+    attention: torch.Tensor,
+    prompts: tuple[torch.Tensor, torch.Tensor],
     inverse: torch.Tensor,
     want_hidden: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``response_logits_and_hidden`` for a causal LM: the distinct prompts once, then every
     response over its prompt's cached keys and values (gradients flow through both)."""
-    prefix = lm(
-        input_ids=prompt_ids,
-        attention_mask=prompt_mask,
-        position_ids=causal_position_ids(prompt_mask),
-        output_hidden_states=want_hidden,
-        use_cache=True,
-        logits_to_keep=1,  # the prompt's last position predicts the first response token
-    )
-    cache = prefix.past_key_values
-    cache.reorder_cache(inverse)
-    attention = torch.cat([batch.prompt_mask, batch.response_mask.to(batch.prompt_mask.dtype)], dim=1)
+    cache, first_logits, first_hidden = causal_prompt_pass(lm, prompts, inverse, want_hidden)
     response_len = batch.response_ids.size(1)
     out = lm(  # the last response token predicts nothing, but keeps the input non-empty
         input_ids=batch.response_ids,
@@ -118,11 +138,10 @@ def _causal_with_shared_prompts(
         output_hidden_states=want_hidden,
         use_cache=True,
     )
-    logits = torch.cat([prefix.logits[inverse], out.logits[:, :-1]], dim=1)
+    logits = torch.cat([first_logits, out.logits[:, :-1]], dim=1)
     if not want_hidden:
         return logits, None
-    states = out.hidden_states[-1][:, :-1]
-    return logits, torch.cat([prefix.hidden_states[-1][inverse, -1:], states], dim=1)
+    return logits, torch.cat([first_hidden, out.hidden_states[-1][:, :-1]], dim=1)
 
 
 def token_logprobs(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

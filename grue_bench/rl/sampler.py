@@ -25,7 +25,13 @@ from typing import Any
 
 import torch
 
-from grue_bench.rl.policy import causal_position_ids, distinct_prompts, token_logprobs
+from grue_bench.rl.policy import (
+    causal_position_ids,
+    causal_prompt_pass,
+    distinct_prompts,
+    encoded_prompts,
+    token_logprobs,
+)
 
 SUPPORTED = frozenset(
     {"do_sample", "temperature", "top_k", "top_p", "min_length", "min_new_tokens", "max_new_tokens"}
@@ -151,28 +157,20 @@ def sample(
     policy_processors = logits_processors or []
     batch = prompt_ids.size(0)
     eos = torch.tensor(eos_ids, device=prompt_ids.device, dtype=torch.long)
-    distinct, inverse = distinct_prompts(prompt_ids, prompt_mask)
+    prompts, inverse = distinct_prompts(prompt_ids, prompt_mask)  # repeated prompts run once
     if model_type == "causal":
         ids = torch.cat([prompt_ids, prompt_ids.new_full((batch, max_new_tokens), pad_id)], dim=1)
         mask = torch.cat([prompt_mask, prompt_mask.new_ones(batch, max_new_tokens)], dim=1)
         start = prompt_ids.size(1)
-        out = lm(
-            input_ids=distinct[0],
-            attention_mask=distinct[1],
-            position_ids=causal_position_ids(distinct[1]),
-            use_cache=True,
-            output_hidden_states=with_hidden,
-            logits_to_keep=1,  # only the next token's distribution is needed
-        )
+        cache, logits, states = causal_prompt_pass(lm, prompts, inverse, with_hidden)
+        logits, states = logits[:, -1], (None if states is None else states[:, -1])
         position = causal_position_ids(prompt_mask)[:, -1:]
     else:
         first = lm.generation_config.decoder_start_token_id
         ids = prompt_ids.new_full((batch, 1 + max_new_tokens), pad_id)
         ids[:, 0] = lm.config.decoder_start_token_id if first is None else first
         start = 1
-        encoded = lm.get_encoder()(input_ids=distinct[0], attention_mask=distinct[1])
-        if inverse is not None:
-            encoded.last_hidden_state = encoded.last_hidden_state[inverse]
+        encoded = encoded_prompts(lm, prompts, inverse)
         out = lm(
             encoder_outputs=encoded,
             attention_mask=prompt_mask,
@@ -180,10 +178,8 @@ def sample(
             use_cache=True,
             output_hidden_states=with_hidden,
         )
-    logits, states = _last_step(out, model_type, with_hidden)
-    if inverse is not None and model_type == "causal":  # every row continues its prompt's cache
-        out.past_key_values.reorder_cache(inverse)
-        logits, states = logits[inverse], None if states is None else states[inverse]
+        cache = out.past_key_values
+        logits, states = _last_step(out, model_type, with_hidden)
     sampling_processors = _sampling_processors(lm, kwargs, start, eos_ids)
     running = torch.ones(batch, dtype=torch.bool, device=prompt_ids.device)
     logprobs, hidden = [], []
@@ -209,7 +205,7 @@ def sample(
                 input_ids=token[:, None],
                 attention_mask=mask[:, : start + step + 1],
                 position_ids=position,
-                past_key_values=out.past_key_values,
+                past_key_values=cache,
                 use_cache=True,
                 output_hidden_states=with_hidden,
             )
@@ -218,11 +214,12 @@ def sample(
                 encoder_outputs=encoded,
                 attention_mask=prompt_mask,
                 decoder_input_ids=token[:, None],
-                past_key_values=out.past_key_values,
+                past_key_values=cache,
                 use_cache=True,
                 output_hidden_states=with_hidden,
             )
         logits, states = _last_step(out, model_type, with_hidden)
+        cache = out.past_key_values
     steps = len(logprobs)
     return Sampled(
         ids[:, start : start + steps],
