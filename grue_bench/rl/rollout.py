@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
@@ -23,6 +23,9 @@ from grue_bench.rl.batch import Rollout, TokenBatch
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, response_logits_and_hidden, token_logprobs
 from grue_bench.rl.sampler import can_sample, sample
+
+MAX_CACHED_PROMPTS = 100_000
+"""Prompts whose token ids a collector keeps (a few MB); the cache starts anew beyond that."""
 
 
 @dataclass(frozen=True)
@@ -47,16 +50,30 @@ class Generated:
     hidden: torch.Tensor | None = None  # [B, T, H] the sampler's last hidden states, when asked
 
 
-def encode_prompts(tokenizer, texts: Sequence[str], settings: GenerationSettings, model_type: str, device):
-    """Token ids and mask of ``texts``; causal prompts are left-padded for generation."""
+def encode_prompts(
+    tokenizer,
+    texts: Sequence[str],
+    settings: GenerationSettings,
+    model_type: str,
+    device,
+    cache: dict[str, list[int]] | None = None,
+):
+    """Token ids and mask of ``texts``; causal prompts are left-padded for generation. Each
+    distinct text is tokenized once (GRPO and RLOO repeat every prompt); ``cache`` keeps the
+    ids of texts seen in earlier calls (a run draws from the same pool again and again), so
+    long prompts, tokenized in full before they are cut, are not tokenized anew."""
     tokenizer.truncation_side = settings.prompt_truncation_side
     tokenizer.padding_side = "left" if model_type == "causal" else "right"
-    encoded = tokenizer(
-        list(texts), truncation=True, max_length=settings.max_prompt_length, add_special_tokens=True
-    )["input_ids"]
-    start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    encoded = [ids or [start] for ids in encoded]  # an empty prompt still needs one token to condition on
-    padded = tokenizer.pad({"input_ids": encoded}, return_tensors="pt")
+    known = {} if cache is None else cache
+    new = list(dict.fromkeys(t for t in texts if t not in known))
+    if new:
+        if len(known) + len(new) > MAX_CACHED_PROMPTS:
+            known.clear()
+        encoded = tokenizer(new, truncation=True, max_length=settings.max_prompt_length)
+        start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        # an empty prompt still needs one token to condition on
+        known.update((text, ids or [start]) for text, ids in zip(new, encoded["input_ids"], strict=True))
+    padded = tokenizer.pad({"input_ids": [known[t] for t in texts]}, return_tensors="pt")
     return padded["input_ids"].to(device), padded["attention_mask"].to(device)
 
 
@@ -80,11 +97,12 @@ def generate(
     masker: ActionMasker | None = None,
     generation_kwargs: dict[str, Any] | None = None,
     with_hidden: bool = False,
+    prompt_cache: dict[str, list[int]] | None = None,
 ) -> Generated:
     """Sample (or decode) responses for ``prompts`` in one batch: plain sampling by our own
     cached loop (``sampler``, which also keeps log-probs, and hidden states ``with_hidden``),
-    everything else by ``generate()``."""
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, settings, model_type, device)
+    everything else by ``generate()``. ``prompt_cache``: see ``encode_prompts``."""
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, settings, model_type, device, prompt_cache)
     kwargs = {"max_new_tokens": settings.max_new_tokens, **(generation_kwargs or settings.generation_kwargs)}
     kwargs["max_new_tokens"] = min(kwargs["max_new_tokens"], settings.max_new_tokens)
     # [] (not None, which falls back to the model's default) makes EOS an ordinary token
@@ -210,6 +228,8 @@ class RolloutCollector:
     device: torch.device
     chunk_size: int = 64
     masker: ActionMasker | None = None
+    prompt_cache: dict[str, list[int]] = field(default_factory=dict)
+    """The token ids of prompts already seen (``encode_prompts``)."""
     generation_s: float = 0.0
     """Seconds spent inside generate() in the last collect (the rest is scoring and rewards)."""
 
@@ -234,6 +254,7 @@ class RolloutCollector:
                 self.device,
                 self.masker,
                 with_hidden=with_values and self.policy.critic_lm is None,
+                prompt_cache=self.prompt_cache,
             )
             self.generation_s += time.perf_counter() - started
             action_mask = gen.action_mask

@@ -87,6 +87,29 @@ def test_separate_critic_owns_its_trunk():
     assert all(p.grad is None for p in policy.policy_parameters())
 
 
+def test_each_distinct_prompt_is_tokenized_once_and_cached_ids_are_the_tokenizers():
+    tokenizer = word_tokenizer()
+    texts = ["1 2 3 4 5", "the cat", "1 2 3 4 5", "", "the cat"]
+    fresh_ids, fresh_mask = encode_prompts(tokenizer, texts, SETTINGS, "causal", "cpu")
+    calls = []
+    tokenize = type(tokenizer).__call__
+
+    def counting(self, batch, *args, **kwargs):
+        calls.append(list(batch))
+        return tokenize(self, batch, *args, **kwargs)
+
+    cache: dict[str, list[int]] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(type(tokenizer), "__call__", counting)
+        first = encode_prompts(tokenizer, texts, SETTINGS, "causal", "cpu", cache)
+        again = encode_prompts(tokenizer, ["the cat", "7"], SETTINGS, "causal", "cpu", cache)
+    assert calls == [["1 2 3 4 5", "the cat", ""], ["7"]]  # distinct, then only the new one
+    assert torch.equal(first[0], fresh_ids) and torch.equal(first[1], fresh_mask)
+    expected = encode_prompts(tokenizer, ["the cat", "7"], SETTINGS, "causal", "cpu")
+    assert all(torch.equal(a, b) for a, b in zip(again, expected, strict=True))
+    assert cache[""] == [tokenizer.bos_token_id]  # an empty prompt conditions on BOS
+
+
 def test_response_mask_stops_after_the_first_eos():
     ids = torch.tensor([[5, 1, 7, 1], [5, 6, 7, 8], [1, 0, 0, 0]])
     assert response_mask(ids, 1, True).tolist() == [[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]]
