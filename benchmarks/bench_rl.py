@@ -6,11 +6,13 @@
 
 The same workload can be given to other libraries: any `save_pretrained` causal LM, a prompts
 file (one per line), a reward `module:function` taking a list of texts and returning floats.
-Prints: sec_per_iter_median, sec_per_iter_min, gen_tokens_per_s (tokens generated per second
-inside generate()), e2e_tokens_per_s (per second of whole iterations), update_s_median,
-peak_rss_mb, reward_first and reward_last (mean reward of the first and last fifth of the
-iterations); and where an iteration's time goes: generation_s_median (inside the sampler),
-rollout_s_median (generation + the reference's scoring pass + reward + credit) and update_s_median.
+Prints: sec_per_iter_median, sec_per_iter_min, first_iter_s (the first iteration, which with
+--compile includes the compilation), gen_tokens_per_s (tokens generated per second inside
+generate()) and e2e_tokens_per_s (per second of whole iterations), both after the first
+iteration, update_s_median, peak_rss_mb, reward_first and reward_last (mean reward of the
+first and last fifth of the iterations); and where an iteration's time goes:
+generation_s_median (inside the sampler), rollout_s_median (generation + the reference's
+scoring pass + reward + credit) and update_s_median.
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--group-size", type=int, default=4, help="GRPO/RLOO: responses per prompt")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the sampler's decode step (alg.policy.args.compile_sampler); the first "
+        "iteration then includes the compilation, reported as first_iter_s",
+    )
     parser.add_argument(
         "--torch-profile", type=Path, help="also write a torch.profiler table of the last iteration here"
     )
@@ -117,6 +125,7 @@ def main() -> None:
         max_new_tokens=args.new_tokens,
         terminate_on_eos=False,
         generation_kwargs={"do_sample": True, "top_k": 0, "min_new_tokens": args.new_tokens},
+        compile_sampler=args.compile,
     )
     algorithm_cls = import_object(hparams.implementation)
     extra = {"mask_args": MaskableCausalPolicyArgs(min_tokens_to_keep=10)} if args.alg == "nlpo" else {}
@@ -145,6 +154,7 @@ def main() -> None:
         rewards.append(stats["rollout/reward"])
         tokens.append(stats["rollout/length"] * args.batch_size)
     fifth = max(1, args.iters // 5)
+    warm = 1 if args.iters > 1 else 0  # token rates leave out the first iteration (warm-up, compilation)
     print(
         json.dumps(
             {
@@ -156,8 +166,9 @@ def main() -> None:
                 "iters": args.iters,
                 "sec_per_iter_median": round(statistics.median(seconds), 4),
                 "sec_per_iter_min": round(min(seconds), 4),
-                "gen_tokens_per_s": round(sum(tokens) / sum(generation), 1),
-                "e2e_tokens_per_s": round(sum(tokens) / sum(seconds), 1),
+                "first_iter_s": round(seconds[0], 3),
+                "gen_tokens_per_s": round(sum(tokens[warm:]) / sum(generation[warm:]), 1),
+                "e2e_tokens_per_s": round(sum(tokens[warm:]) / sum(seconds[warm:]), 1),
                 "update_s_median": round(statistics.median(updates), 4),
                 "generation_s_median": round(statistics.median(generation), 4),
                 "rollout_s_median": round(statistics.median(rollouts), 4),

@@ -209,6 +209,10 @@ class PolicyArgs(Strict):
     """Value head on the policy's trunk (one LM copy less) or a separate critic model."""
     state_dict_path: str | None = None
     """Warm-start weights (RL4LMs compatibility; prefer model_name pointing to a checkpoint)."""
+    compile_sampler: bool = False
+    """Compile the rollout sampler's decode step with ``torch.compile`` over a static KV cache
+    (causal LMs): about twice as fast per step on the benchmark's model, after a one-off
+    compilation of 10-40 s per rollout batch size. Worth it for long runs."""
 
 
 class MaskablePolicyArgs(PolicyArgs):

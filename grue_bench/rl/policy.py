@@ -87,21 +87,24 @@ def response_logits_and_hidden(
     shared by the rows that repeat them)."""
     prompts, inverse = distinct_prompts(batch.prompt_ids, batch.prompt_mask)
     if model_type == "causal":
-        attention = torch.cat([batch.prompt_mask, batch.response_mask.to(batch.prompt_mask.dtype)], dim=1)
-        if inverse is not None:
-            return _causal_with_shared_prompts(lm, batch, attention, prompts, inverse, want_hidden)
+        # the last response token predicts nothing: the input stops before it, so every
+        # position that is projected onto the vocabulary is one the update uses
+        inputs = torch.cat([batch.prompt_ids, batch.response_ids[:, :-1]], dim=1)
+        attention = torch.cat(
+            [batch.prompt_mask, batch.response_mask[:, :-1].to(batch.prompt_mask.dtype)], dim=1
+        )
+        if inverse is not None and batch.prompt_ids.size(1) > 1:
+            return _causal_with_shared_prompts(lm, inputs, attention, prompts, inverse, want_hidden)
         response_len = batch.response_ids.size(1)
         out = lm(
-            input_ids=torch.cat([batch.prompt_ids, batch.response_ids], dim=1),
+            input_ids=inputs,
             attention_mask=attention,
             position_ids=causal_position_ids(attention),
             output_hidden_states=want_hidden,
             use_cache=False,
-            logits_to_keep=response_len + 1,  # no vocabulary projection over the prompt
+            logits_to_keep=response_len,
         )
-        steps = slice(batch.prompt_ids.size(1) - 1, -1)  # the state before each response token
-        hidden = out.hidden_states[-1][:, steps] if want_hidden else None
-        return out.logits[:, :response_len], hidden
+        return out.logits, (out.hidden_states[-1][:, -response_len:] if want_hidden else None)
     start = torch.full_like(batch.response_ids[:, :1], lm.config.decoder_start_token_id)
     decoder_input = torch.cat([start, batch.response_ids[:, :-1]], dim=1)
     decoder_mask = torch.cat(
@@ -120,28 +123,27 @@ def response_logits_and_hidden(
 
 def _causal_with_shared_prompts(
     lm: nn.Module,
-    batch: TokenBatch,
+    inputs: torch.Tensor,
     attention: torch.Tensor,
     prompts: tuple[torch.Tensor, torch.Tensor],
     inverse: torch.Tensor,
     want_hidden: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``response_logits_and_hidden`` for a causal LM: the distinct prompts once, then every
-    response over its prompt's cached keys and values (gradients flow through both)."""
-    cache, first_logits, first_hidden = causal_prompt_pass(lm, prompts, inverse, want_hidden)
-    response_len = batch.response_ids.size(1)
-    out = lm(  # the last response token predicts nothing, but keeps the input non-empty
-        input_ids=batch.response_ids,
+    """``response_logits_and_hidden`` for a causal LM: the distinct prompts but their last token
+    once, then each row's last prompt token and response over their cached keys and values
+    (gradients flow through both)."""
+    prefix_len = prompts[0].size(1) - 1
+    prefix = (prompts[0][:, :prefix_len], prompts[1][:, :prefix_len])
+    cache, _, _ = causal_prompt_pass(lm, prefix, inverse, want_hidden=False)
+    out = lm(
+        input_ids=inputs[:, prefix_len:],
         attention_mask=attention,
-        position_ids=causal_position_ids(attention)[:, -response_len:],
+        position_ids=causal_position_ids(attention)[:, prefix_len:],
         past_key_values=cache,
         output_hidden_states=want_hidden,
         use_cache=True,
     )
-    logits = torch.cat([first_logits, out.logits[:, :-1]], dim=1)
-    if not want_hidden:
-        return logits, None
-    return logits, torch.cat([first_hidden, out.hidden_states[-1][:, :-1]], dim=1)
+    return out.logits, (out.hidden_states[-1] if want_hidden else None)
 
 
 def token_logprobs(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,7 @@ import torch
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.rl.batch import Rollout, TokenBatch
+from grue_bench.rl.compiled import CompiledDecoder
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, response_logits_and_hidden, token_logprobs
 from grue_bench.rl.sampler import can_sample, sample
@@ -37,6 +38,8 @@ class GenerationSettings:
     max_new_tokens: int
     terminate_on_eos: bool
     generation_kwargs: dict[str, Any]
+    compile_sampler: bool = False
+    """Compile the sampler's decode steps (``compiled``; causal LMs)."""
 
 
 @dataclass(frozen=True)
@@ -98,10 +101,12 @@ def generate(
     generation_kwargs: dict[str, Any] | None = None,
     with_hidden: bool = False,
     prompt_cache: dict[str, list[int]] | None = None,
+    compiled: CompiledDecoder | None = None,
 ) -> Generated:
     """Sample (or decode) responses for ``prompts`` in one batch: plain sampling by our own
     cached loop (``sampler``, which also keeps log-probs, and hidden states ``with_hidden``),
-    everything else by ``generate()``. ``prompt_cache``: see ``encode_prompts``."""
+    everything else by ``generate()``. ``prompt_cache``: see ``encode_prompts``; ``compiled``:
+    the sampler's compiled decode step (``compiled``)."""
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, settings, model_type, device, prompt_cache)
     kwargs = {"max_new_tokens": settings.max_new_tokens, **(generation_kwargs or settings.generation_kwargs)}
     kwargs["max_new_tokens"] = min(kwargs["max_new_tokens"], settings.max_new_tokens)
@@ -126,6 +131,7 @@ def generate(
             tokenizer.pad_token_id,
             processors,
             with_hidden,
+            compiled,
         )
         response = sampled.tokens
     else:
@@ -232,6 +238,20 @@ class RolloutCollector:
     """The token ids of prompts already seen (``encode_prompts``)."""
     generation_s: float = 0.0
     """Seconds spent inside generate() in the last collect (the rest is scoring and rewards)."""
+    compiled: CompiledDecoder | None = field(init=False, default=None)
+    """The policy's compiled decode step, when the settings ask for it."""
+
+    def __post_init__(self) -> None:
+        if not self.settings.compile_sampler:
+            return
+        if self.policy.model_type != "causal":
+            raise GrueError(
+                "compile_sampler serves causal LMs; this policy is seq2seq",
+                key="alg.policy.args.compile_sampler",
+                fix="remove compile_sampler (or set it to false) for a seq2seq policy",
+            )
+        capacity = self.settings.max_prompt_length + self.settings.max_new_tokens
+        self.compiled = CompiledDecoder(self.policy.lm, capacity)
 
     @torch.no_grad()
     def collect(self, samples: Sequence[Sample], with_values: bool = True) -> Episodes:
@@ -255,6 +275,7 @@ class RolloutCollector:
                 self.masker,
                 with_hidden=with_values and self.policy.critic_lm is None,
                 prompt_cache=self.prompt_cache,
+                compiled=self.compiled,
             )
             self.generation_s += time.perf_counter() - started
             action_mask = gen.action_mask

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from grue_bench.rl.compiled import CompiledDecoder
 from grue_bench.rl.policy import (
     causal_position_ids,
     causal_prompt_pass,
@@ -151,9 +152,11 @@ def sample(
     pad_id: int,
     logits_processors: list | None = None,
     with_hidden: bool = False,
+    compiled: CompiledDecoder | None = None,
 ) -> Sampled:
     """Sample continuations of the prompts; the loop stops once every row has ended. Processors
-    see ``generate()``'s ``input_ids``; ``logits_processors`` define the policy's distribution."""
+    see ``generate()``'s ``input_ids``; ``logits_processors`` define the policy's distribution.
+    ``compiled`` (causal LMs) runs the decode steps compiled, over a static cache."""
     policy_processors = logits_processors or []
     batch = prompt_ids.size(0)
     eos = torch.tensor(eos_ids, device=prompt_ids.device, dtype=torch.long)
@@ -165,6 +168,9 @@ def sample(
         cache, logits, states = causal_prompt_pass(lm, prompts, inverse, with_hidden)
         logits, states = logits[:, -1], (None if states is None else states[:, -1])
         position = causal_position_ids(prompt_mask)[:, -1:]
+        step_forward = lm if compiled is None else compiled
+        if compiled is not None:
+            cache, mask = compiled.start(cache, prompt_mask)  # a mask over the cache's capacity
     else:
         first = lm.generation_config.decoder_start_token_id
         ids = prompt_ids.new_full((batch, 1 + max_new_tokens), pad_id)
@@ -201,9 +207,9 @@ def sample(
             break
         if model_type == "causal":
             position = position + 1
-            out = lm(
+            out = step_forward(
                 input_ids=token[:, None],
-                attention_mask=mask[:, : start + step + 1],
+                attention_mask=mask[:, : start + step + 1] if compiled is None else mask,
                 position_ids=position,
                 past_key_values=cache,
                 use_cache=True,

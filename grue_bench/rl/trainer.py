@@ -125,6 +125,7 @@ def generation_settings(config: RunConfig, evaluation: bool = False):
         max_new_tokens=env.max_episode_length,
         terminate_on_eos=env.terminate_on_eos,
         generation_kwargs=kwargs.as_kwargs(),
+        compile_sampler=not evaluation and bool(policy_args.get("compile_sampler", False)),
     )
 
 

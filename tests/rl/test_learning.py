@@ -76,3 +76,13 @@ def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
     assert recent >= bar, (
         f"{alg}/{model_type}/seed{seed}: {start:.3f} -> {recent:.3f} (bar {bar:.3f}) {rewards}"
     )
+
+
+def test_compile_sampler_reaches_the_rollouts_and_evaluation_stays_uncompiled():
+    from grue_bench.rl.trainer import generation_settings
+
+    data = plugins.TASKS.get("increasing_numbers").run_config_data("grpo", "tiny")
+    apply_override(data, "alg.policy.args.compile_sampler=true")
+    config = build_config(data, "compile_sampler test")
+    assert generation_settings(config).compile_sampler
+    assert not generation_settings(config, evaluation=True).compile_sampler

@@ -165,3 +165,42 @@ def test_sampler_log_probs_and_values_equal_a_scoring_pass_over_the_sampled_sequ
     assert torch.allclose(gen.logprobs * mask, scored.logprobs * mask, atol=1e-5)
     assert torch.allclose(policy.values(gen.hidden) * mask, scored.values * mask, atol=1e-5)
     assert (gen.logprobs[mask == 0] == 0).all()
+
+
+def test_compiled_decoding_samples_what_the_eager_loop_samples_for_any_prompt_width(monkeypatch):
+    """One compiled graph (a static cache sized for the longest prompt) serves batches of any
+    prompt width, and sees the weights as they are after an update: the same tokens, log-probs
+    and hidden states as the uncompiled loop."""
+    from grue_bench.rl.compiled import CompiledDecoder
+
+    tokenizer, lm = _models("causal")
+    compiled = CompiledDecoder(lm, capacity=8 + 6)
+    kwargs = {"do_sample": True, "top_k": 0, "temperature": 1.5}
+    for round_, prompts in enumerate([PROMPTS * 2, ["1 2 3 4 5 6 7 8", "the cat", "9", "4 5", "a", "7"]]):
+        ids, mask = encode_prompts(tokenizer, prompts, _settings(), "causal", "cpu")
+        outs = []
+        for decoder in (None, compiled):
+            torch.manual_seed(3)
+            outs.append(
+                sample(lm, "causal", ids, mask, kwargs, 6, [1], 0, with_hidden=True, compiled=decoder)
+            )
+        eager, ours = outs
+        assert torch.equal(ours.tokens, eager.tokens)
+        assert torch.allclose(ours.logprobs, eager.logprobs, atol=1e-5)
+        assert torch.allclose(ours.hidden, eager.hidden, atol=1e-5)
+        if round_ == 0:  # compiled once, on the first batch: the second must not recompile
+            monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)
+            with torch.no_grad():  # an update changes the weights in place
+                for parameter in lm.parameters():
+                    parameter.add_(0.05 * torch.randn_like(parameter))
+
+
+def test_compile_sampler_refuses_a_seq2seq_policy_by_its_key():
+    from grue_bench.errors import GrueError
+    from grue_bench.rl.rollout import RolloutCollector
+
+    tokenizer, lm = _models("seq2seq")
+    settings = GenerationSettings(8, "left", 6, True, {"do_sample": True}, compile_sampler=True)
+    with pytest.raises(GrueError, match="compile_sampler serves causal LMs") as error:
+        RolloutCollector(ActorCritic(lm, "seq2seq"), None, tokenizer, None, settings, torch.device("cpu"))
+    assert "alg.policy.args.compile_sampler" in str(error.value)
