@@ -66,7 +66,6 @@ def encode_prompts(
     ids of texts seen in earlier calls (a run draws from the same pool again and again), so
     long prompts, tokenized in full before they are cut, are not tokenized anew."""
     tokenizer.truncation_side = settings.prompt_truncation_side
-    tokenizer.padding_side = "left" if model_type == "causal" else "right"
     known = {} if cache is None else cache
     new = list(dict.fromkeys(t for t in texts if t not in known))
     if new:
@@ -76,8 +75,26 @@ def encode_prompts(
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         # an empty prompt still needs one token to condition on
         known.update((text, ids or [start]) for text, ids in zip(new, encoded["input_ids"], strict=True))
-    padded = tokenizer.pad({"input_ids": [known[t] for t in texts]}, return_tensors="pt")
-    return padded["input_ids"].to(device), padded["attention_mask"].to(device)
+    if tokenizer.pad_token_id is None:
+        raise GrueError(
+            "the tokenizer has no padding token, needed to batch prompts",
+            key="tokenizer.pad_token_as_eos_token",
+            fix="set tokenizer.pad_token_as_eos_token: true (or give the tokenizer a pad token)",
+        )
+    ids, mask = _padded([known[t] for t in texts], tokenizer.pad_token_id, left=model_type == "causal")
+    return ids.to(device), mask.to(device)
+
+
+def _padded(rows: list[list[int]], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of token ids padded to the longest (on the left: a causal LM generates after the
+    last column), and their attention mask."""
+    width = max(len(row) for row in rows)
+    ids, mask = [], []
+    for row in rows:
+        gap = width - len(row)
+        ids.append([pad_id] * gap + row if left else row + [pad_id] * gap)
+        mask.append([0] * gap + [1] * len(row) if left else [1] * len(row) + [0] * gap)
+    return torch.tensor(ids), torch.tensor(mask)
 
 
 def response_mask(response_ids: torch.Tensor, eos_id: int | None, terminate_on_eos: bool) -> torch.Tensor:
@@ -341,8 +358,11 @@ class RolloutCollector:
         return out.logprobs, out.values
 
     def _reference_logprobs(self, tokens: TokenBatch, logprobs: torch.Tensor) -> torch.Tensor:
-        """The reference's log-probs of the responses (the policy's own when there is none)."""
+        """The reference's log-probs of the responses (the policy's own when there is none),
+        computed under inference mode (cheaper than no_grad) and copied out of it for the loss."""
         if self.ref_lm is None:
             return logprobs
-        logits, _ = response_logits_and_hidden(self.ref_lm, tokens, self.policy.model_type, want_hidden=False)
-        return token_logprobs(logits, tokens.response_ids)
+        with torch.inference_mode():
+            logits, _ = response_logits_and_hidden(self.ref_lm, tokens, self.policy.model_type, False)
+            ref_logprobs = token_logprobs(logits, tokens.response_ids)
+        return ref_logprobs.clone()

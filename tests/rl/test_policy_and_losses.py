@@ -110,6 +110,26 @@ def test_each_distinct_prompt_is_tokenized_once_and_cached_ids_are_the_tokenizer
     assert cache[""] == [tokenizer.bos_token_id]  # an empty prompt conditions on BOS
 
 
+@pytest.mark.parametrize(("model_type", "side"), [("causal", "left"), ("seq2seq", "right")])
+def test_prompts_are_padded_like_the_tokenizer_pads_them(model_type, side):
+    tokenizer = word_tokenizer()
+    texts = ["1 2 3 4 5", "the cat", "7"]
+    ids, mask = encode_prompts(tokenizer, texts, SETTINGS, model_type, "cpu")
+    tokenizer.padding_side = side
+    expected = tokenizer.pad({"input_ids": tokenizer(texts)["input_ids"]}, return_tensors="pt")
+    assert torch.equal(ids, expected["input_ids"]) and torch.equal(mask, expected["attention_mask"])
+
+
+def test_a_tokenizer_without_a_pad_token_is_named_with_the_key_that_gives_it_one():
+    from grue_bench.errors import GrueError
+
+    tokenizer = word_tokenizer()
+    tokenizer.pad_token = None
+    with pytest.raises(GrueError, match="no padding token") as error:
+        encode_prompts(tokenizer, ["1 2", "3"], SETTINGS, "causal", "cpu")
+    assert "tokenizer.pad_token_as_eos_token" in str(error.value)
+
+
 def test_response_mask_stops_after_the_first_eos():
     ids = torch.tensor([[5, 1, 7, 1], [5, 6, 7, 8], [1, 0, 0, 0]])
     assert response_mask(ids, 1, True).tolist() == [[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]]
