@@ -50,6 +50,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--ppo-epochs", type=int, default=4)
     parser.add_argument("--minibatches", type=int, default=1)
+    parser.add_argument(
+        "--micro-batch-size", type=int, help="rows per forward/backward pass (default: the algorithm's)"
+    )
     parser.add_argument("--lr", type=float, default=1e-5)
     parser.add_argument("--kl-coef", type=float, default=0.05)
     parser.add_argument("--iters", type=int, default=10)
@@ -115,6 +118,8 @@ def main() -> None:
     minibatch = max(1, args.batch_size // args.minibatches)
     hparams = plugins.ALGORITHMS.get(args.alg)
     common = {"n_steps": args.batch_size, "batch_size": minibatch, "learning_rate": args.lr}
+    if args.micro_batch_size:
+        common["micro_batch_size"] = args.micro_batch_size
     if args.alg in ("ppo", "nlpo", "grpo", "rloo"):
         common["n_epochs"] = args.ppo_epochs
     if args.alg in ("grpo", "rloo"):

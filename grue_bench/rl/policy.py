@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from grue_bench.rl.batch import TokenBatch
+from grue_bench.rl.logprobs import logprobs_and_entropy
 
 
 @dataclass(frozen=True)
@@ -144,31 +145,6 @@ def _causal_with_shared_prompts(
         use_cache=True,
     )
     return out.logits, (out.hidden_states[-1] if want_hidden else None)
-
-
-def token_logprobs(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """log pi(a) of the taken tokens [B, T] (no entropy: the reference pass needs none)."""
-    return torch.log_softmax(logits.float(), dim=-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-
-
-def logprobs_and_entropy(
-    logits: torch.Tensor,
-    actions: torch.Tensor,
-    action_mask: torch.Tensor | None = None,
-    entropy_grad: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """log pi(a) and entropy, under the distribution restricted to ``action_mask`` if given.
-
-    Without ``entropy_grad`` the entropy is a statistic only: no graph is kept for it (it spans
-    the vocabulary at every step, so its backward pass is not free)."""
-    logits = logits.float()
-    if action_mask is not None:
-        logits = logits.masked_fill(~action_mask, torch.finfo(logits.dtype).min)
-    logp_all = torch.log_softmax(logits, dim=-1)
-    logprobs = logp_all.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
-    return logprobs, entropy
 
 
 class ActorCritic(nn.Module):

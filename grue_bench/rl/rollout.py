@@ -21,8 +21,9 @@ from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.rl.batch import Rollout, TokenBatch
 from grue_bench.rl.compiled import CompiledDecoder
+from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.masking import ActionMasker
-from grue_bench.rl.policy import ActorCritic, response_logits_and_hidden, token_logprobs
+from grue_bench.rl.policy import ActorCritic, response_logits_and_hidden
 from grue_bench.rl.sampler import can_sample, sample
 
 MAX_CACHED_PROMPTS = 100_000

@@ -26,12 +26,12 @@ from typing import Any
 import torch
 
 from grue_bench.rl.compiled import CompiledDecoder
+from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.policy import (
     causal_position_ids,
     causal_prompt_pass,
     distinct_prompts,
     encoded_prompts,
-    token_logprobs,
 )
 
 SUPPORTED = frozenset(
