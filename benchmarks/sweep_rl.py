@@ -5,7 +5,9 @@
 Runs ``bench_rl.py`` (a fresh process each, so peak memory is per point) over batch sizes
 8, 16, 32, 64 x new tokens 16, 32, 64, 128 and prints one JSON line per point, then a table of
 median seconds per iteration and, along each axis, the growth factor per doubling (2.0 is
-linear growth; less means fixed costs are being amortised).
+linear growth; less means fixed costs are being amortised) and the exponent k of the fitted
+power law s/iter ~ size^k for each row and column (least squares in log-log; 1.0 is linear),
+which one noisy point moves less than it moves a single doubling.
 """
 
 from __future__ import annotations
@@ -13,12 +15,21 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 BATCH_SIZES = (8, 16, 32, 64)
 NEW_TOKENS = (16, 32, 64, 128)
+
+
+def fitted_exponent(sizes: tuple[int, ...], seconds: list[float]) -> float:
+    """The slope of log(seconds) against log(size), by least squares."""
+    xs, ys = [math.log(s) for s in sizes], [math.log(t) for t in seconds]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    covariance = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
+    return covariance / sum((x - mean_x) ** 2 for x in xs)
 
 
 def main() -> None:
@@ -64,6 +75,14 @@ def main() -> None:
                 "growth_per_doubling_batch_mean": round(sum(by_batch) / len(by_batch), 2),
                 "growth_per_doubling_tokens_max": round(max(by_tokens), 2),
                 "growth_per_doubling_tokens_mean": round(sum(by_tokens) / len(by_tokens), 2),
+                "exponent_batch_per_tokens_column": [
+                    round(fitted_exponent(BATCH_SIZES, [seconds[b, t] for b in BATCH_SIZES]), 2)
+                    for t in NEW_TOKENS
+                ],
+                "exponent_tokens_per_batch_row": [
+                    round(fitted_exponent(NEW_TOKENS, [seconds[b, t] for t in NEW_TOKENS]), 2)
+                    for b in BATCH_SIZES
+                ],
             }
         )
     )
