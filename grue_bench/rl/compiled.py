@@ -6,7 +6,7 @@ benchmark's GPT-2: about half the time per step). Compiling needs fixed shapes, 
 and values live in Hugging Face's ``StaticCache``, sized once for the longest prompt plus the
 longest response (``capacity``) and reused by every batch of the same size: prompts of any
 width then run the same compiled graph. The first batch of each size pays the compilation
-(10-40 s on CPU; Inductor's on-disk cache shortens later runs). Causal LMs only.
+(24 s on CPU here; ~5 s once Inductor's on-disk cache holds it). Causal LMs only.
 """
 
 from __future__ import annotations
