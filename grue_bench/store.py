@@ -8,9 +8,12 @@ Iterations: ``BEFORE_TRAINING`` (-1) is the evaluation of the initial model, 0..
 iterations, and the evaluation after training is logged at iteration n (the iterations completed),
 so a run's final score on a split is its value at the largest iteration.
 
-Runs: ``start_run`` on a key already stored resumes a 'running' or 'failed' run (its rows, start
-time, provenance and checkpoint are kept), returns a finished one unchanged (the caller skips it),
-and with ``force=True`` deletes the run's metrics and generations and starts it afresh.
+Runs: ``start_run`` registers a run as 'queued' (a grid registers all its runs up front);
+``mark_executing`` makes it 'running' when a worker takes it up; ``finish_run``/``fail_run`` end
+it. ``start_run`` on a key already stored queues a 'queued', 'running' (its process died) or
+'failed' run again for a resume (its rows, provenance and checkpoint are kept), returns a finished
+one unchanged (the caller skips it), and with ``force=True`` deletes the run's metrics and
+generations and starts it afresh.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import logging
 import math
 import platform
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -38,11 +42,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BEFORE_TRAINING = -1
 """The iteration at which the initial model is evaluated."""
 SPLITS = ("train", "validation", "test", "rollout")
-STATUSES = ("running", "finished", "failed", "submitted")
+STATUSES = ("queued", "running", "finished", "failed", "submitted")
 DONE = ("finished", "submitted")
 """Statuses of a run whose results are complete: re-running skips it."""
 
@@ -61,7 +65,7 @@ SCHEMA = [
         model TEXT,
         config TEXT NOT NULL,
         config_hash TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'submitted')),
+        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'finished', 'failed', 'submitted')),
         source TEXT NOT NULL CHECK (source IN ('run', 'submission')),
         git_commit TEXT,
         versions TEXT NOT NULL,
@@ -154,7 +158,35 @@ CROWD_SCHEMA = [
 ]
 SCHEMA += CROWD_SCHEMA
 
-MIGRATIONS: dict[int, Callable[[Database], None]] = {}
+
+def _admit_queued_status(db: Database) -> None:
+    """Schema 1 -> 2: ``runs.status`` admits 'queued'. SQLite cannot alter a CHECK constraint,
+    so the table is rebuilt from its own definition (foreign keys are off while the store opens,
+    so dropping the old table cascades to nothing) and its indexes recreated."""
+    (table_sql,) = db.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'runs'"
+    ).fetchone()
+    old_check = "CHECK (status IN ('running', 'finished', 'failed', 'submitted'))"
+    if old_check not in table_sql:
+        raise ValueError("its runs table is not schema version 1's (the status CHECK differs)")
+    new_check = "CHECK (status IN ('queued', 'running', 'finished', 'failed', 'submitted'))"
+    indexes = [
+        sql
+        for (sql,) in db.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql IS NOT NULL"
+        ).fetchall()
+    ]
+    # the name may be quoted (SQLite writes it so after a rename)
+    new_table = re.sub(r'^CREATE TABLE\s+"?runs"?', "CREATE TABLE runs_v2", table_sql)
+    db.execute(new_table.replace(old_check, new_check))
+    db.execute("INSERT INTO runs_v2 SELECT * FROM runs")
+    db.execute("DROP TABLE runs")
+    db.execute("ALTER TABLE runs_v2 RENAME TO runs")
+    for sql in indexes:
+        db.execute(sql)
+
+
+MIGRATIONS: dict[int, Callable[[Database], None]] = {1: _admit_queued_status}
 """Migration from schema version N to N+1, keyed by N; applied in one transaction on open."""
 
 _METRIC_PK = ("run_id", "split", "name", "iteration")
@@ -237,8 +269,8 @@ class Store:
         try:
             self.db = Database(conn)
             self.db.enable_wal()
+            self._open_schema()  # foreign keys still off (SQLite's default): a migration may rebuild a table
             self.db.execute("PRAGMA foreign_keys = ON")
-            self._open_schema()
         except sqlite3.DatabaseError as error:
             conn.close()
             raise self._open_error(error) from error
@@ -299,7 +331,8 @@ class Store:
         submission: dict[str, Any] | None = None,
         force: bool = False,
     ) -> RunRecord:
-        """Insert a 'running' run; one with the same key is resumed, or returned as is if done."""
+        """Insert a 'queued' run; one with the same key is queued again for a resume, or
+        returned as is if done."""
         key = run_key(task, alg, seed, config_hash)
         environment = environment_info()
         row = {
@@ -312,7 +345,7 @@ class Store:
             "model": model,
             "config": json.dumps(config, sort_keys=True),
             "config_hash": config_hash,
-            "status": "running",
+            "status": "queued",
             "source": source,
             "git_commit": environment.pop("git_commit"),
             "versions": json.dumps(environment, sort_keys=True),
@@ -339,7 +372,7 @@ class Store:
                 return RunRecord.from_row(existing)
             else:
                 # Resume: keep the provenance and the checkpoint; started_at is reset when it executes.
-                resumed = {"status": "running", "error": None, "finished_at": None, "duration_s": None}
+                resumed = {"status": "queued", "error": None, "finished_at": None, "duration_s": None}
                 self.db["runs"].update(existing["id"], resumed)
                 log.info(
                     "run %s resumed (was %s, checkpoint %s)",
@@ -368,10 +401,10 @@ class Store:
         return [RunRecord.from_row(row) for row in rows]
 
     def mark_executing(self, run_id: int) -> None:
-        """The run (or this attempt at it) starts executing now: its duration counts from here, not
-        from the time its grid registered it (a run may wait in the queue behind others)."""
+        """The run (or this attempt at it) starts executing now: 'running', its duration counted
+        from here, not from the time its grid queued it (it may wait behind others)."""
         with self.transaction():
-            self.db["runs"].update(run_id, {"started_at": _now()})
+            self.db["runs"].update(run_id, {"status": "running", "started_at": _now()})
 
     def set_checkpoint(self, run_id: int, iteration: int) -> None:
         """Record the last iteration whose checkpoint is saved (where a resume starts)."""
@@ -488,7 +521,14 @@ class Store:
                 fix="open it with the GRUE Bench release that wrote it, or start a new store file",
             )
         for step in range(version, SCHEMA_VERSION):
-            MIGRATIONS[step](self.db)
+            try:
+                MIGRATIONS[step](self.db)
+            except ValueError as error:
+                raise GrueError(
+                    f"cannot be migrated from schema version {step} to {step + 1}: {error}",
+                    source=str(self.path),
+                    fix="open it with the GRUE Bench release that wrote it, or start a new store file",
+                ) from error
         self.db.execute("UPDATE schema_version SET version = ?", [SCHEMA_VERSION])
         log.info("migrated %s from schema version %d to %d", self.path, version, SCHEMA_VERSION)
 

@@ -53,7 +53,7 @@ def test_create_and_reopen(tmp_path: Path):
         assert again.output_dir == str(tmp_path / "out")
         assert {"python", "platform", "grue_bench"} <= set(again.versions)
         assert second.curves(run.id, "train") == {"loss": [(0, 1.5)]}
-        assert second.db.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        assert second.db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
         assert second.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert second.db.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
         assert second.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -72,7 +72,7 @@ def test_newer_schema_version_is_refused(tmp_path: Path):
     with pytest.raises(GrueError) as caught:
         Store(path)
     message = str(caught.value)
-    assert str(path) in message and "7" in message and "(1)" in message
+    assert str(path) in message and "7" in message and "(2)" in message
     assert "upgrade" in message
 
 
@@ -88,13 +88,52 @@ def test_older_schema_version_without_migration_is_refused(tmp_path: Path):
 def test_older_schema_version_is_migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "grue.db"
     Store(path).close()
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
     monkeypatch.setattr(
-        store_module, "MIGRATIONS", {1: lambda db: db.execute("ALTER TABLE runs ADD note TEXT")}
+        store_module, "MIGRATIONS", {2: lambda db: db.execute("ALTER TABLE runs ADD note TEXT")}
     )
     with Store(path) as migrated:
-        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
         assert "note" in migrated.db["runs"].columns_dict
+
+
+V2_CHECK = "CHECK (status IN ('queued', 'running', 'finished', 'failed', 'submitted'))"
+V1_CHECK = "CHECK (status IN ('running', 'finished', 'failed', 'submitted'))"
+
+
+def test_a_schema_1_store_gains_the_queued_status_and_keeps_its_rows(tmp_path: Path):
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as conn:  # a store as schema version 1 wrote it, with one run
+        for statement in store_module.SCHEMA:
+            conn.execute(statement.replace(V2_CHECK, V1_CHECK))
+        conn.execute("INSERT INTO schema_version VALUES (1)")
+        conn.execute(
+            "INSERT INTO runs (key, task, alg, seed, profile, config, config_hash, status, source, "
+            "versions, started_at) VALUES ('k1', 'imdb', 'ppo', 0, 'tiny', '{}', 'abc', 'running', "
+            "'run', '{}', '2026-11-22')"
+        )
+        conn.execute("INSERT INTO metrics VALUES (1, 'train', 'loss', 0, 1.0)")
+    conn.close()
+
+    with Store(path) as migrated:
+        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert migrated.get_run("k1").status == "running"
+        assert migrated.curves(1, "train") == {"loss": [(0, 1.0)]}  # not cascaded away
+        assert start(migrated).status == "queued"
+        assert {"runs_status", "runs_task_alg"} <= {index.name for index in migrated.db["runs"].indexes}
+        with pytest.raises(sqlite3.IntegrityError):  # foreign keys are enforced again
+            migrated.db.execute("INSERT INTO metrics VALUES (99, 'train', 'loss', 0, 1.0)")
+    with Store(path) as reopened:  # and the migrated file opens as it is
+        assert len(reopened.runs()) == 2
+
+
+def test_a_runs_table_unlike_schema_1s_is_not_migrated_blindly(tmp_path: Path):
+    path = tmp_path / "odd.db"
+    Store(path).close()
+    set_schema_version(path, 1)  # claims version 1, but its runs table is already version 2's
+    with pytest.raises(GrueError, match="cannot be migrated from schema version 1 to 2") as caught:
+        Store(path)
+    assert str(path) in str(caught.value) and "status CHECK" in str(caught.value)
 
 
 def test_a_file_that_is_not_sqlite_is_named(tmp_path: Path):
@@ -132,7 +171,11 @@ def test_run_key_is_stable_and_distinguishes_each_part():
 
 def test_start_resume_finish_and_force(store: Store):
     run = start(store)
-    assert run.status == "running" and run.source == "run" and run.key == run_key("imdb", "ppo", 0, "abc123")
+    assert run.status == "queued" and run.source == "run" and run.key == run_key("imdb", "ppo", 0, "abc123")
+    store.mark_executing(run.id)  # a worker takes it up
+    executing = store.get_run(run.key)
+    assert executing.status == "running" and executing.started_at >= run.started_at
+    run = executing
 
     store.set_checkpoint(run.id, 4)
     store.log_metrics(run.id, 3, "train", {"loss": 0.4})
@@ -140,12 +183,14 @@ def test_start_resume_finish_and_force(store: Store):
     failed = store.get_run(run.key)
     assert failed.status == "failed" and failed.error.startswith("CUDA") and failed.finished_at
 
-    resumed = start(store)  # a failed run is resumed from its checkpoint, keeping its rows
-    assert resumed.id == run.id and resumed.status == "running"
+    resumed = start(store)  # a failed run is queued again, to resume from its checkpoint with its rows
+    assert resumed.id == run.id and resumed.status == "queued"
     assert resumed.error is None and resumed.finished_at is None and resumed.duration_s is None
     assert resumed.last_checkpoint_iteration == 4 and resumed.started_at == run.started_at
     assert count(store, "metrics", run.id) == 1
-    assert start(store).id == run.id  # a running one too
+    assert start(store).id == run.id  # a queued one too
+    store.mark_executing(run.id)
+    assert start(store).status == "queued"  # and a running one (its process died)
 
     store.finish_run(run.id)
     finished = store.get_run(run.key)
@@ -156,7 +201,7 @@ def test_start_resume_finish_and_force(store: Store):
         run.id, 5, "test", [{"sample_id": "a", "prompt": "p", "text": "t", "references": []}]
     )
     forced = start(store, force=True)
-    assert forced.id == run.id and forced.status == "running"
+    assert forced.id == run.id and forced.status == "queued"
     assert forced.last_checkpoint_iteration is None and forced.finished_at is None
     assert count(store, "metrics", run.id) == 0 and count(store, "generations", run.id) == 0
     assert len(store.runs()) == 1
@@ -181,12 +226,18 @@ def test_runs_filters(store: Store):
             start(store, alg=alg, seed=seed)
     start(store, task="cg", alg="ppo", seed=0)
     store.fail_run(store.runs(alg="nlpo")[0].id, "boom")
+    store.mark_executing(store.runs(alg="nlpo", status="queued")[0].id)
 
     assert len(store.runs()) == 5
     assert [(r.alg, r.seed) for r in store.runs(task="imdb", alg="ppo")] == [("ppo", 0), ("ppo", 1)]
     assert [r.task for r in store.runs(alg="ppo")] == ["cg", "imdb", "imdb"]
     assert [(r.alg, r.seed) for r in store.runs(status="failed")] == [("nlpo", 0)]
     assert store.runs(task="imdb", alg="nlpo", status="running")[0].seed == 1
+    assert [(r.task, r.alg, r.seed) for r in store.runs(status="queued")] == [
+        ("cg", "ppo", 0),
+        ("imdb", "ppo", 0),
+        ("imdb", "ppo", 1),
+    ]
     assert store.runs(task="nothing") == []
 
 
@@ -270,7 +321,7 @@ def test_finish_run_writes_final_rows_with_the_status(store: Store):
 
 def assert_untouched(store: Store, run) -> None:
     after = store.get_run(run.key)
-    assert after.status == "running" and after.finished_at is None
+    assert after.status == "queued" and after.finished_at is None
     assert count(store, "metrics", run.id) == 0 and count(store, "generations", run.id) == 0
 
 
@@ -303,7 +354,7 @@ def test_finish_run_is_all_or_nothing_when_marking_fails(store: Store, monkeypat
     assert count(store, "metrics", run.id) == 1
 
 
-def test_a_non_finite_final_metric_leaves_the_run_running(store: Store):
+def test_a_non_finite_final_metric_leaves_the_run_unfinished(store: Store):
     run = start(store)
     with pytest.raises(GrueError, match="'rouge1'"):
         store.finish_run(run.id, iteration=3, final_metrics={"test": {"meteor": 0.2, "rouge1": float("nan")}})

@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--task", help="only this task")
     parser.add_argument("--alg", help="only this algorithm")
-    parser.add_argument("--status", choices=["running", "finished", "failed", "submitted"])
+    parser.add_argument("--status", choices=["queued", "running", "finished", "failed", "submitted"])
 
 
 def run(args: argparse.Namespace) -> int:

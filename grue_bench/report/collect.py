@@ -25,7 +25,7 @@ class StoreData:
     """Every metric row of the counted runs (``Store.metrics_table`` columns)."""
     ratings: pd.DataFrame
     not_counted: dict[str, int] = field(default_factory=dict)
-    """Runs left out, by status (running, failed)."""
+    """Runs left out, by status (queued, running, failed)."""
 
     @property
     def tasks(self) -> list[str]:
