@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from grue_bench.errors import GrueError
+
 
 class CompiledDecoder:
     """``lm.forward`` compiled for one-token steps over a static cache of ``capacity`` positions."""
@@ -45,4 +47,12 @@ class CompiledDecoder:
         return cache, mask
 
     def __call__(self, **kwargs: Any) -> Any:
-        return self.forward(**kwargs)
+        try:
+            return self.forward(**kwargs)
+        except torch._dynamo.exc.BackendCompilerFailed as error:
+            reason = str(error).strip().splitlines()[0]
+            raise GrueError(
+                f"torch.compile could not compile the sampler's decode step: {reason}",
+                key="alg.policy.args.compile_sampler",
+                fix="install a C++ compiler (CPU) or Triton (GPU), or set compile_sampler: false",
+            ) from error

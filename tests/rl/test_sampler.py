@@ -204,3 +204,20 @@ def test_compile_sampler_refuses_a_seq2seq_policy_by_its_key():
     with pytest.raises(GrueError, match="compile_sampler serves causal LMs") as error:
         RolloutCollector(ActorCritic(lm, "seq2seq"), None, tokenizer, None, settings, torch.device("cpu"))
     assert "alg.policy.args.compile_sampler" in str(error.value)
+
+
+def test_a_failed_compilation_names_the_setting_and_what_to_install(monkeypatch):
+    import torch._inductor.config as inductor
+
+    from grue_bench.errors import GrueError
+    from grue_bench.rl.compiled import CompiledDecoder
+
+    monkeypatch.setattr(inductor.cpp, "cxx", ("/nonexistent/g++",))
+    monkeypatch.setattr(inductor, "fx_graph_cache", False)  # compile, don't reuse an earlier test's graph
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
+    tokenizer, lm = _models("causal")
+    ids, mask = encode_prompts(tokenizer, PROMPTS, _settings(), "causal", "cpu")
+    with pytest.raises(GrueError, match="could not compile the sampler's decode step") as error:
+        sample(lm, "causal", ids, mask, {"do_sample": True}, 4, [1], 0, compiled=CompiledDecoder(lm, 14))
+    message = str(error.value)
+    assert "alg.policy.args.compile_sampler" in message and "C++ compiler" in message
