@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from grue_bench.store import CrowdBatch, CrowdItem, HumanRating, Store
+from grue_bench.store import SCHEMA_VERSION, CrowdBatch, CrowdItem, HumanRating, Store
 
 
 def batch(batch_id: str = "b1") -> CrowdBatch:
@@ -58,7 +58,8 @@ def test_a_store_made_before_the_crowd_tables_gets_them_on_first_use(tmp_path: P
         assert store.crowd_items("b1") == ITEMS
         store._ensure_crowd_tables()  # idempotent
     with Store(path) as store:
-        assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        # the crowd tables are created on use, not by a schema migration
+        assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_ratings_are_replaced_not_duplicated_and_filtered(tmp_path: Path):
