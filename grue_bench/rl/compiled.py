@@ -27,15 +27,17 @@ class CompiledDecoder:
         self.forward = torch.compile(lm.forward, dynamic=False)
         self._caches: dict[int, Any] = {}  # by batch size: a new cache object would recompile
 
-    def start(self, prefix: Any, prompt_mask: torch.Tensor) -> tuple[Any, torch.Tensor]:
+    def start(self, prefix: Any, prompt_mask: torch.Tensor, new_tokens: int) -> tuple[Any, torch.Tensor]:
         """The static cache holding ``prefix`` (the prompts' keys and values, a ``DynamicCache``
         with a row per sequence) and the attention mask over the whole capacity: the prompt's,
         then ones (the causal mask hides the positions not yet written)."""
         from transformers import StaticCache
 
         batch, width = prompt_mask.shape
-        if width >= self.capacity:
-            raise ValueError(f"prompts of {width} tokens leave no room in a static cache of {self.capacity}")
+        if width + new_tokens > self.capacity:
+            raise ValueError(
+                f"{width} prompt + {new_tokens} new tokens do not fit a static cache of {self.capacity}"
+            )
         cache = self._caches.get(batch)
         if cache is None:
             cache = self._caches[batch] = StaticCache(config=self.lm.config, max_cache_len=self.capacity)

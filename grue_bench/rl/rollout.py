@@ -66,6 +66,12 @@ def encode_prompts(
     distinct text is tokenized once (GRPO and RLOO repeat every prompt); ``cache`` keeps the
     ids of texts seen in earlier calls (a run draws from the same pool again and again), so
     long prompts, tokenized in full before they are cut, are not tokenized anew."""
+    if tokenizer.pad_token_id is None:
+        raise GrueError(
+            "the tokenizer has no padding token, needed to batch prompts",
+            key="tokenizer.pad_token_as_eos_token",
+            fix="set tokenizer.pad_token_as_eos_token: true (or give the tokenizer a pad token)",
+        )
     tokenizer.truncation_side = settings.prompt_truncation_side
     known = {} if cache is None else cache
     new = list(dict.fromkeys(t for t in texts if t not in known))
@@ -76,12 +82,6 @@ def encode_prompts(
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         # an empty prompt still needs one token to condition on
         known.update((text, ids or [start]) for text, ids in zip(new, encoded["input_ids"], strict=True))
-    if tokenizer.pad_token_id is None:
-        raise GrueError(
-            "the tokenizer has no padding token, needed to batch prompts",
-            key="tokenizer.pad_token_as_eos_token",
-            fix="set tokenizer.pad_token_as_eos_token: true (or give the tokenizer a pad token)",
-        )
     ids, mask = _padded([known[t] for t in texts], tokenizer.pad_token_id, left=model_type == "causal")
     return ids.to(device), mask.to(device)
 
@@ -267,6 +267,14 @@ class RolloutCollector:
                 "compile_sampler serves causal LMs; this policy is seq2seq",
                 key="alg.policy.args.compile_sampler",
                 fix="remove compile_sampler (or set it to false) for a seq2seq policy",
+            )
+        if not can_sample(self.policy.lm, self.settings.generation_kwargs):
+            raise GrueError(
+                "compile_sampler compiles the sampling loop, but these generation settings go to "
+                "generate() (greedy or beam search, penalties, ...)",
+                key="alg.policy.args.compile_sampler",
+                fix="sample (do_sample: true, with temperature/top_k/top_p/min lengths only) or "
+                "set compile_sampler: false",
             )
         capacity = self.settings.max_prompt_length + self.settings.max_new_tokens
         self.compiled = CompiledDecoder(self.policy.lm, capacity)

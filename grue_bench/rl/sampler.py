@@ -170,7 +170,7 @@ def sample(
         position = causal_position_ids(prompt_mask)[:, -1:]
         step_forward = lm if compiled is None else compiled
         if compiled is not None:
-            cache, mask = compiled.start(cache, prompt_mask)  # a mask over the cache's capacity
+            cache, mask = compiled.start(cache, prompt_mask, max_new_tokens)  # mask over the capacity
     else:
         first = lm.generation_config.decoder_start_token_id
         ids = prompt_ids.new_full((batch, 1 + max_new_tokens), pad_id)

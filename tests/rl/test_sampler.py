@@ -195,14 +195,22 @@ def test_compiled_decoding_samples_what_the_eager_loop_samples_for_any_prompt_wi
                     parameter.add_(0.05 * torch.randn_like(parameter))
 
 
-def test_compile_sampler_refuses_a_seq2seq_policy_by_its_key():
+@pytest.mark.parametrize(
+    ("model_type", "kwargs", "reason"),
+    [
+        ("seq2seq", {"do_sample": True}, "compile_sampler serves causal LMs"),
+        ("causal", {"do_sample": False, "num_beams": 2}, "these generation settings go to generate"),
+    ],
+    ids=["seq2seq", "beam-search"],
+)
+def test_compile_sampler_refuses_what_it_would_not_compile_by_its_key(model_type, kwargs, reason):
     from grue_bench.errors import GrueError
     from grue_bench.rl.rollout import RolloutCollector
 
-    tokenizer, lm = _models("seq2seq")
-    settings = GenerationSettings(8, "left", 6, True, {"do_sample": True}, compile_sampler=True)
-    with pytest.raises(GrueError, match="compile_sampler serves causal LMs") as error:
-        RolloutCollector(ActorCritic(lm, "seq2seq"), None, tokenizer, None, settings, torch.device("cpu"))
+    tokenizer, lm = _models(model_type)
+    settings = GenerationSettings(8, "left", 6, True, kwargs, compile_sampler=True)
+    with pytest.raises(GrueError, match=reason) as error:
+        RolloutCollector(ActorCritic(lm, model_type), None, tokenizer, None, settings, torch.device("cpu"))
     assert "alg.policy.args.compile_sampler" in str(error.value)
 
 
@@ -221,3 +229,12 @@ def test_a_failed_compilation_names_the_setting_and_what_to_install(monkeypatch)
         sample(lm, "causal", ids, mask, {"do_sample": True}, 4, [1], 0, compiled=CompiledDecoder(lm, 14))
     message = str(error.value)
     assert "alg.policy.args.compile_sampler" in message and "C++ compiler" in message
+
+
+def test_a_static_cache_too_small_for_prompt_and_response_is_refused_before_sampling():
+    from grue_bench.rl.compiled import CompiledDecoder
+
+    tokenizer, lm = _models("causal")
+    ids, mask = encode_prompts(tokenizer, ["1 2 3 4 5"], _settings(), "causal", "cpu")
+    with pytest.raises(ValueError, match="5 prompt \\+ 6 new tokens do not fit a static cache of 10"):
+        sample(lm, "causal", ids, mask, {"do_sample": True}, 6, [1], 0, compiled=CompiledDecoder(lm, 10))
