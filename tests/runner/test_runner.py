@@ -92,14 +92,16 @@ def test_a_run_fills_the_store_and_its_artifacts(tmp_path):
 
 
 def test_sigkill_mid_grid_then_rerun_gives_exactly_one_finished_run_each(tmp_path):
+    # runs long after their first checkpoint (iteration 4 of 16), so that a poll starved by a
+    # loaded machine still sees the grid mid-way (with 8 iterations, one CI run saw it only done)
     command = grue_run(
-        tmp_path, "--set=train_evaluation.n_iters=8", "--set=train_evaluation.eval_every=4", seeds="0,1"
+        tmp_path, "--set=train_evaluation.n_iters=16", "--set=train_evaluation.eval_every=4", seeds="0,1"
     )
     store = tmp_path / "s.sqlite"
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline:  # kill once the first run has a checkpoint mid-way
-        time.sleep(0.5)
+        time.sleep(0.2)
         if count_now(store, "select count(*) from runs where last_checkpoint_iteration >= 2"):
             break
     process.send_signal(signal.SIGKILL)
@@ -114,7 +116,7 @@ def test_sigkill_mid_grid_then_rerun_gives_exactly_one_finished_run_each(tmp_pat
         "select run_id, count(*) from metrics where split='rollout' and name='rollout/reward' "
         "group by run_id",
     )
-    assert [c for _, c in counts] == [8, 8]
+    assert [c for _, c in counts] == [16, 16]
 
 
 def _worker_pids(parent: int) -> list[int]:
