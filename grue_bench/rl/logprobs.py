@@ -26,7 +26,7 @@ class LogProbAndEntropy(torch.autograd.Function):
         logp = torch.log_softmax(logits, dim=-1)
         chosen = logp.gather(-1, index)
         log_normaliser = logits.gather(-1, index) - chosen
-        entropy = -(logp.exp() * logp).sum(-1)
+        entropy = -logp.exp().mul_(logp).sum(-1)  # p * log p in the exp's buffer
         ctx.save_for_backward(logits, log_normaliser, index)
         ctx.mark_non_differentiable(entropy)
         return chosen.squeeze(-1), entropy
