@@ -67,7 +67,7 @@ def record(
                     source="submission",
                     submission=meta.card(),
                 )
-                if run.status != "queued":  # the same key recorded by something else
+                if run.done:  # the same key recorded by something else
                     raise GrueError(
                         f"run {run.key[:10]} ({task_id} seed {seed}) is already in the store as {run.status}",
                         source=str(store_path),
