@@ -168,8 +168,9 @@ def sample(
         cache, logits, states = causal_prompt_pass(lm, prompts, inverse, with_hidden)
         logits, states = logits[:, -1], (None if states is None else states[:, -1])
         position = causal_position_ids(prompt_mask)[:, -1:]
-        step_forward = lm if compiled is None else compiled
+        step_forward = lm
         if compiled is not None:
+            step_forward = compiled
             cache, mask = compiled.start(cache, prompt_mask, max_new_tokens)  # mask over the capacity
     else:
         first = lm.generation_config.decoder_start_token_id
