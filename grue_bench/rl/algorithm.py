@@ -3,8 +3,8 @@ episodes, assign credit, update, adapt beta.
 
 An algorithm subclasses ``OnPolicyAlgorithm`` and writes its ``update``; critic-free ones also
 write how prompts are drawn (``draw``) and how credit is assigned (``credit``; GAE by default).
-Metric keys are the same for every algorithm (see ``STAT_KEYS``); ``train/kl_to_ref`` is left
-out when the KL coefficient is 0, as there is no reference model to measure it against.
+Metric keys are the same for every algorithm (see ``STAT_KEYS``); the ``train/kl_to_ref_*`` keys
+are left out when the KL coefficient is 0, as there is no reference model to measure them against.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ STAT_KEYS = (
     "train/entropy",
     "train/approx_kl",
     "train/clipfrac",
-    "train/kl_to_ref",
+    "train/kl_to_ref_per_token",
+    "train/kl_to_ref_per_sequence",
     "train/kl_coef",
     "rollout/reward",
     "rollout/length",
@@ -133,17 +134,18 @@ class OnPolicyAlgorithm:
         """One iteration: rollout, update, KL-coefficient update. Returns the iteration's stats."""
         self.before_rollout()
         started = time.perf_counter()
+        self.policy.eval()
         episodes = self.collector.collect(self.draw(pool, rng), with_values=self.uses_critic)
         rollout = self.credit(episodes)
         rollout_s = time.perf_counter() - started
         started = time.perf_counter()
-        self.policy.train()
+        self.policy.train(not self.args.disable_dropout)
         train_stats = self.update(rollout)
         update_s = time.perf_counter() - started
         kl_coef = self.kl.value
         if self.ref_lm is not None:
-            train_stats["train/kl_to_ref"] = self.mean_across_ranks(float(episodes.kl.sum(1).mean()))
-            self.kl.update(train_stats["train/kl_to_ref"])
+            train_stats.update(self.kl_to_ref(episodes))
+            self.kl.update(train_stats["train/kl_to_ref_per_token"])
         self.iteration += 1
         self.last_texts = episodes.texts
         return {
@@ -154,6 +156,15 @@ class OnPolicyAlgorithm:
             "time/rollout_s": rollout_s,
             "time/generation_s": self.collector.generation_s,
             "time/update_s": update_s,
+        }
+
+    def kl_to_ref(self, episodes: Episodes) -> dict[str, float]:
+        """The KL to the reference: per token, averaged over all of the rollout's transitions
+        (what the adaptive controller sees, as in RL4LMs), and summed per sequence."""
+        kl, mask = episodes.kl, episodes.tokens.response_mask
+        return {
+            "train/kl_to_ref_per_token": self.mean_across_ranks(float(kl.sum() / mask.sum().clamp(min=1))),
+            "train/kl_to_ref_per_sequence": self.mean_across_ranks(float(kl.sum(1).mean())),
         }
 
     def loss(self, mb: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -54,8 +54,8 @@ class AlgArgs(Strict):
     micro_batch_size: PositiveInt = 16
     """Rows per forward/backward pass: a minibatch's gradient is accumulated over micro-batches,
     which bounds memory and keeps large batches cache-friendly without changing the update."""
-    learning_rate: PositiveFloat = 1e-5
-    """Adam learning rate."""
+    learning_rate: NonNegativeFloat = 1e-5
+    """Adam learning rate (0 measures what an update does without moving: see benchmarks/)."""
     n_epochs: PositiveInt = 5
     """Passes over each rollout."""
     gamma: float = Field(0.99, ge=0, le=1)
@@ -72,6 +72,10 @@ class AlgArgs(Strict):
     """Whiten advantages per rollout."""
     target_kl: PositiveFloat | None = None
     """Stop the epoch loop early once the approximate KL to the rollout policy exceeds this."""
+    disable_dropout: bool = True
+    """Run the policy (and critic) without dropout during RL, in rollouts and updates alike, as
+    RL4LMs (its models stay in eval mode) and TRL do. With dropout in the update, the ratio
+    pi/pi_old compares a dropped-out network with the one that sampled: noise before any step."""
     verbose: int = 0
     """RL4LMs verbosity flag (logging is configured by the CLI instead)."""
     seed: int | None = None

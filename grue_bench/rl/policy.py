@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from grue_bench.rl.batch import TokenBatch
-from grue_bench.rl.logprobs import logprobs_and_entropy
+from grue_bench.rl.logprobs import logprobs_and_entropy, token_logprobs
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class PolicyOutput:
     logprobs: torch.Tensor  # [B, T]
     entropy: torch.Tensor  # [B, T]
     values: torch.Tensor | None  # [B, T]
+    raw_logprobs: torch.Tensor | None = None  # [B, T] unmasked log pi(a_t|s_t), when asked
 
 
 def causal_position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -169,12 +170,18 @@ class ActorCritic(nn.Module):
         with_values: bool = True,
         detach_value_trunk: bool = False,
         entropy_grad: bool = True,
+        with_raw_logprobs: bool = False,
     ) -> PolicyOutput:
         """One pass over prompts + responses; ``detach_value_trunk`` trains only the value head;
-        without ``entropy_grad`` the entropy is not differentiable (a statistic only)."""
+        without ``entropy_grad`` the entropy is not differentiable (a statistic only);
+        ``with_raw_logprobs`` also returns the log-probs without ``action_mask`` (NLPO's KL)."""
         shared = with_values and self.critic_lm is None
         logits, hidden = response_logits_and_hidden(self.lm, batch, self.model_type, want_hidden=shared)
         logprobs, entropy = logprobs_and_entropy(logits, batch.response_ids, action_mask, entropy_grad)
+        raw_logprobs = None
+        if with_raw_logprobs:
+            masked = action_mask is not None
+            raw_logprobs = token_logprobs(logits, batch.response_ids) if masked else logprobs
         values = None
         if with_values:
             if self.critic_lm is not None:
@@ -182,7 +189,7 @@ class ActorCritic(nn.Module):
                     self.critic_lm, batch, self.model_type, want_hidden=True
                 )
             values = self.values(hidden.detach() if detach_value_trunk else hidden)
-        return PolicyOutput(logprobs, entropy, values)
+        return PolicyOutput(logprobs, entropy, values, raw_logprobs)
 
     def values(self, hidden: torch.Tensor) -> torch.Tensor:
         """V(s_t) [B, T] from the trunk's last hidden states [B, T, H]."""

@@ -51,6 +51,7 @@ class Generated:
     texts: list[str]
     action_mask: torch.Tensor | None = None  # [B, T, V] the allowed tokens NLPO sampled from
     logprobs: torch.Tensor | None = None  # [B, T] the policy's, kept by the sampler (not generate())
+    raw_logprobs: torch.Tensor | None = None  # [B, T] the same without NLPO's mask
     hidden: torch.Tensor | None = None  # [B, T, H] the sampler's last hidden states, when asked
 
 
@@ -168,6 +169,7 @@ def generate(
         texts,
         action_mask,
         logprobs=sampled.logprobs if sampled else None,
+        raw_logprobs=sampled.raw_logprobs if sampled else None,
         hidden=sampled.hidden if sampled else None,
     )
 
@@ -216,15 +218,18 @@ class Episodes:
     tokens: TokenBatch
     texts: list[str]
     task_rewards: torch.Tensor  # [N] the reward function's score of each episode
-    logprobs: torch.Tensor  # [N, T] log pi_old(a_t | s_t)
+    logprobs: torch.Tensor  # [N, T] log pi_old(a_t | s_t), under NLPO's mask
+    raw_logprobs: torch.Tensor  # [N, T] log pi_old(a_t | s_t) unmasked (NLPO's KL, as in RL4LMs)
     ref_logprobs: torch.Tensor  # [N, T] log pi_ref(a_t | s_t); the policy's own without a reference
     values: torch.Tensor | None  # [N, T] V(s_t), None for critic-free algorithms
     action_mask: torch.Tensor | None  # [N, T, V] NLPO's allowed tokens
 
     @property
     def kl(self) -> torch.Tensor:
-        """The per-token KL estimate log pi - log pi_ref [N, T], zero on padding."""
-        return (self.logprobs - self.ref_logprobs) * self.tokens.response_mask
+        """The per-token KL estimate log pi - log pi_ref [N, T], zero on padding. NLPO's policy
+        enters unmasked, as in RL4LMs: its mask is a sampling device, not a change of the policy
+        the penalty keeps close to the reference (masked, identical models would show a KL)."""
+        return (self.raw_logprobs - self.ref_logprobs) * self.tokens.response_mask
 
     def to_rollout(self, advantages: torch.Tensor, returns: torch.Tensor | None = None) -> Rollout:
         """The update's batch, with the credit the algorithm assigned."""
@@ -284,7 +289,7 @@ class RolloutCollector:
         """Responses to ``samples``, their rewards, log-probs, reference log-probs (and values)."""
         model_type = self.policy.model_type
         chunks: dict[str, list[torch.Tensor]] = {
-            k: [] for k in ("p", "pm", "r", "rm", "lp", "ref", "v", "am")
+            k: [] for k in ("p", "pm", "r", "rm", "lp", "raw", "ref", "v", "am")
         }
         texts: list[str] = []
         self.generation_s = 0.0
@@ -305,8 +310,8 @@ class RolloutCollector:
             )
             self.generation_s += time.perf_counter() - started
             action_mask = gen.action_mask
-            logprobs, values = self._logprobs_and_values(gen, with_values)
-            ref_logprobs = self._reference_logprobs(gen.tokens, logprobs)
+            logprobs, raw_logprobs, values = self._logprobs_and_values(gen, with_values)
+            ref_logprobs = self._reference_logprobs(gen.tokens, raw_logprobs)
             for key, tensor in zip(
                 chunks,
                 (
@@ -315,6 +320,7 @@ class RolloutCollector:
                     gen.tokens.response_ids,
                     gen.tokens.response_mask,
                     logprobs,
+                    raw_logprobs,
                     ref_logprobs,
                     values,
                     action_mask,
@@ -350,6 +356,7 @@ class RolloutCollector:
             texts=texts,
             task_rewards=torch.tensor([float(x) for x in scores], device=self.device),
             logprobs=pad_right(chunks["lp"], 0.0),
+            raw_logprobs=pad_right(chunks["raw"], 0.0),
             ref_logprobs=pad_right(chunks["ref"], 0.0),
             values=pad_right(chunks["v"], 0.0) if chunks["v"] else None,
             action_mask=pad_right(chunks["am"], False) if chunks["am"] else None,
@@ -357,14 +364,16 @@ class RolloutCollector:
 
     def _logprobs_and_values(
         self, gen: Generated, with_values: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The policy's log-probs (and values) of the sampled responses: from the sampler's own
-        forward passes, else from one scoring pass."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The policy's log-probs, masked and unmasked (NLPO), and values of the sampled
+        responses: from the sampler's own forward passes, else from one scoring pass."""
         if gen.logprobs is not None and (gen.hidden is not None or not with_values):
             values = self.policy.values(gen.hidden) if with_values else None
-            return gen.logprobs, values
-        out = self.policy(gen.tokens, action_mask=gen.action_mask, with_values=with_values)
-        return out.logprobs, out.values
+            return gen.logprobs, gen.raw_logprobs, values
+        out = self.policy(
+            gen.tokens, action_mask=gen.action_mask, with_values=with_values, with_raw_logprobs=True
+        )
+        return out.logprobs, out.raw_logprobs, out.values
 
     def _reference_logprobs(self, tokens: TokenBatch, logprobs: torch.Tensor) -> torch.Tensor:
         """The reference's log-probs of the responses (the policy's own when there is none),

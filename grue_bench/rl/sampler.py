@@ -124,6 +124,8 @@ class Sampled:
     tokens: torch.Tensor  # [B, T]
     logprobs: torch.Tensor  # [B, T] log pi(a_t | s_t) under the policy's distribution, 0 after the end
     hidden: torch.Tensor | None  # [B, T, H] the last layer's state at each step (the value head's input)
+    raw_logprobs: torch.Tensor  # [B, T] log pi(a_t | s_t) of the model's own, unmasked distribution
+    """(NLPO's KL penalty, as RL4LMs's; the same tensor as ``logprobs`` without a mask)"""
 
 
 def _copied_out_of_inference_mode(function):
@@ -135,7 +137,10 @@ def _copied_out_of_inference_mode(function):
     def wrapper(*args, **kwargs) -> Sampled:
         with torch.inference_mode():
             out = function(*args, **kwargs)
-        return Sampled(*(None if t is None else t.clone() for t in (out.tokens, out.logprobs, out.hidden)))
+        copies = {name: None if t is None else t.clone() for name, t in vars(out).items()}
+        if out.raw_logprobs is out.logprobs:
+            copies["raw_logprobs"] = copies["logprobs"]
+        return Sampled(**copies)
 
     return wrapper
 
@@ -189,7 +194,7 @@ def sample(
         logits, states = _last_step(out, model_type, with_hidden)
     sampling_processors = _sampling_processors(lm, kwargs, start, eos_ids)
     running = torch.ones(batch, dtype=torch.bool, device=prompt_ids.device)
-    logprobs, hidden = [], []
+    logprobs, raw_logprobs, hidden = [], [], []
     for step in range(max_new_tokens):
         seen = ids[:, : start + step]
         policy_scores = logits.float()
@@ -201,6 +206,8 @@ def sample(
         token = torch.where(running, draw(scores), pad_id)
         ids[:, start + step] = token
         logprobs.append(torch.where(running, token_logprobs(policy_scores, token), 0.0))
+        if policy_processors:
+            raw_logprobs.append(torch.where(running, token_logprobs(logits.float(), token), 0.0))
         if with_hidden:
             hidden.append(states)
         running &= ~torch.isin(token, eos)
@@ -228,10 +235,12 @@ def sample(
         logits, states = _last_step(out, model_type, with_hidden)
         cache = out.past_key_values
     steps = len(logprobs)
+    logprobs = torch.stack(logprobs, dim=1)
     return Sampled(
         ids[:, start : start + steps],
-        torch.stack(logprobs, dim=1),
+        logprobs,
         torch.stack(hidden, dim=1) if with_hidden else None,
+        torch.stack(raw_logprobs, dim=1) if policy_processors else logprobs,
     )
 
 

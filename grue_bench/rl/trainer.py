@@ -211,7 +211,7 @@ def train(
             "iteration %d: reward %.4f kl %s",
             iteration,
             stats["rollout/reward"],
-            stats.get("train/kl_to_ref", "not measured (beta 0: no reference)"),
+            stats.get("train/kl_to_ref_per_token", "not measured (beta 0: no reference)"),
         )
         if on_iteration is not None:
             on_iteration(iteration, stats, algorithm)

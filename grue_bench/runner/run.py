@@ -162,7 +162,8 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
         recorder.metrics(iteration, "train", {k: v for k, v in stats.items() if k.startswith("train/")})
         _append_jsonl(out / "rollout_info.jsonl", {"iteration": iteration, **stats})
         bar.update(1)
-        kl = f"{stats['train/kl_to_ref']:.3f}" if "train/kl_to_ref" in stats else "n/a (beta 0)"
+        kl = stats.get("train/kl_to_ref_per_token")
+        kl = "n/a (beta 0)" if kl is None else f"{kl:.4f}/token"
         bar.set_postfix(reward=f"{stats['rollout/reward']:.3f}", kl=kl)
         if iteration % every_eval == 0 and iteration < n_iters:
             table, rows = run.evaluate(

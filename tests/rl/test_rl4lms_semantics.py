@@ -1,0 +1,170 @@
+"""RL that means what RL4LMs's means, on models shaped like the ones users train.
+
+The tiny word-level GPT-2 here keeps GPT-2's default dropout (0.1), unlike the tiny profile's
+models: the update must not see dropout noise. The KL controller must see RL4LMs's input (the
+per-token mean), and NLPO's KL penalty must not count its own mask as a move off the reference.
+"""
+
+import random
+
+import pytest
+import torch
+
+from grue_bench.data import Sample
+from grue_bench.rl.batch import TokenBatch
+from grue_bench.rl.grpo import GRPO
+from grue_bench.rl.hparams import GRPOArgs, MaskablePolicyArgs, NLPOArgs, PPOArgs, RLOOArgs, TRPOArgs
+from grue_bench.rl.nlpo import NLPO
+from grue_bench.rl.policy import ActorCritic
+from grue_bench.rl.ppo import PPO
+from grue_bench.rl.rloo import RLOO
+from grue_bench.rl.rollout import Episodes, GenerationSettings
+from grue_bench.rl.trpo import TRPO
+
+from .tiny_lm import tiny_causal, word_tokenizer
+
+SETTINGS = GenerationSettings(8, "left", 6, False, {"do_sample": True, "top_k": 0})
+POOL = [Sample(id=str(i), prompt_or_input_text=f"{i} {i + 1} the", references=[]) for i in range(20)]
+MASK_ARGS = MaskablePolicyArgs(top_mask=0.5, min_tokens_to_keep=2, target_update_iterations=5)
+
+
+class CountReward:
+    def batch(self, prompts, generations, references, meta_infos):
+        return [float(len(g.split())) for g in generations]
+
+
+def _with_dropout_lm(tokenizer):
+    lm = tiny_causal(tokenizer, seed=0)
+    rates = {m.p for m in lm.modules() if isinstance(m, torch.nn.Dropout)}
+    assert rates == {0.1}  # GPT-2's own dropout, as on the paper profile
+    return lm
+
+
+def _algorithm(cls, args, kl_coeff=0.1, **extra):
+    tokenizer = word_tokenizer()
+    policy = ActorCritic(_with_dropout_lm(tokenizer), "causal")
+    return cls(policy, tokenizer, CountReward(), args, SETTINGS, kl_coeff, **extra)
+
+
+def _record_steps(algorithm) -> list[dict[str, float]]:
+    """Every gradient step's statistics (one per minibatch), as the algorithm computes them."""
+    seen: list[dict[str, float]] = []
+    step = algorithm.gradient_step
+
+    def recording(batch):
+        stats = step(batch)
+        seen.append(stats)
+        return stats
+
+    algorithm.gradient_step = recording
+    return seen
+
+
+ZERO_LR = {
+    "ppo": lambda: _algorithm(PPO, PPOArgs(n_steps=8, batch_size=4, n_epochs=3, learning_rate=0.0)),
+    "nlpo": lambda: _algorithm(
+        NLPO, NLPOArgs(n_steps=8, batch_size=4, n_epochs=3, learning_rate=0.0), mask_args=MASK_ARGS
+    ),
+    "grpo": lambda: _algorithm(
+        GRPO, GRPOArgs(n_steps=8, batch_size=4, n_epochs=3, group_size=4, learning_rate=0.0)
+    ),
+    "rloo": lambda: _algorithm(
+        RLOO, RLOOArgs(n_steps=8, batch_size=4, n_epochs=3, group_size=4, learning_rate=0.0)
+    ),
+}
+
+
+@pytest.mark.parametrize("alg", sorted(ZERO_LR))
+def test_with_dropout_and_learning_rate_zero_the_ratio_is_one_in_every_epoch(alg):
+    torch.manual_seed(0)
+    algorithm = ZERO_LR[alg]()
+    steps = _record_steps(algorithm)
+    for _ in range(2):
+        algorithm.step(POOL, random.Random(0))
+    assert len(steps) == 2 * 3 * 2  # iterations x epochs x minibatches: no early stop
+    assert max(s["train/approx_kl"] for s in steps) < 1e-6
+    assert max(s["train/clipfrac"] for s in steps) == 0.0
+
+
+def test_dropout_in_the_update_is_a_setting_and_then_shows_as_noise():
+    torch.manual_seed(0)
+    args = PPOArgs(n_steps=8, batch_size=4, n_epochs=1, learning_rate=0.0, disable_dropout=False)
+    algorithm = _algorithm(PPO, args)
+    steps = _record_steps(algorithm)
+    algorithm.step(POOL, random.Random(0))
+    assert max(s["train/approx_kl"] for s in steps) > 1e-4  # the old behaviour, reachable on purpose
+
+
+def test_trpo_takes_steps_on_a_model_with_dropout():
+    torch.manual_seed(0)
+    args = TRPOArgs(n_steps=8, batch_size=8, target_kl=0.05, n_critic_updates=1)
+    algorithm = _algorithm(TRPO, args)
+    before = torch.nn.utils.parameters_to_vector(algorithm.unwrapped.lm.parameters()).clone()
+    algorithm.step(POOL, random.Random(0))
+    after = torch.nn.utils.parameters_to_vector(algorithm.unwrapped.lm.parameters())
+    assert not torch.equal(before, after)  # the line search accepted a step
+
+
+def _episodes(logprobs, ref_logprobs, mask) -> Episodes:
+    n, t = mask.shape
+    tokens = TokenBatch(
+        torch.zeros(n, 1, dtype=torch.long),
+        torch.ones(n, 1, dtype=torch.long),
+        torch.zeros(n, t, dtype=torch.long),
+        mask,
+    )
+    return Episodes(
+        tokens,
+        [""] * n,
+        torch.zeros(n),
+        logprobs=logprobs,
+        raw_logprobs=logprobs,
+        ref_logprobs=ref_logprobs,
+        values=None,
+        action_mask=None,
+    )
+
+
+def test_the_kl_controller_sees_the_per_token_mean_over_the_rollout():
+    """Two episodes, 3 and 1 tokens, with per-token KLs 0.2, 0.4, 0.6 and 1.0: per token the
+    mean is 2.2 / 4 = 0.55; per sequence (1.2 + 1.0) / 2 = 1.1."""
+    algorithm = _algorithm(PPO, PPOArgs(n_steps=2, batch_size=2), kl_coeff=0.1)
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    logprobs = torch.tensor([[-1.0, -1.0, -1.0], [-1.0, -5.0, -5.0]])
+    ref = logprobs - torch.tensor([[0.2, 0.4, 0.6], [1.0, 9.0, 9.0]])  # padding's values never count
+    stats = algorithm.kl_to_ref(_episodes(logprobs, ref, mask))
+    assert stats["train/kl_to_ref_per_token"] == pytest.approx(0.55)
+    assert stats["train/kl_to_ref_per_sequence"] == pytest.approx(1.1)
+
+
+def test_an_iteration_adapts_beta_from_the_per_token_kl():
+    from grue_bench.rl.kl import AdaptiveKLController
+
+    algorithm = _algorithm(
+        PPO, PPOArgs(n_steps=4, batch_size=4, n_epochs=1, learning_rate=1e-3), kl_coeff=0.1
+    )
+    algorithm.kl = AdaptiveKLController(0.1, target_kl=0.5)
+    torch.manual_seed(0)
+    algorithm.step(POOL, random.Random(0))
+    stats = algorithm.step(POOL, random.Random(1))  # moved off the reference: a KL to see
+    kl = stats["train/kl_to_ref_per_token"]
+    assert kl != 0 and abs(stats["train/kl_to_ref_per_sequence"]) > abs(kl)  # several tokens a sequence
+    beta_before = stats["train/kl_coef"]
+    error = min(max((kl - 0.5) / 0.5, -0.2), 0.2)
+    assert algorithm.kl.value == pytest.approx(beta_before * (1 + 0.1 * error), rel=1e-9)
+
+
+def test_nlpo_kl_penalty_is_zero_while_policy_reference_and_masking_model_are_one():
+    """At iteration 0 the policy, the reference and the masking model are the same network: the
+    penalty must be 0, though the policy samples from its masked (renormalised) distribution."""
+    torch.manual_seed(0)
+    args = NLPOArgs(n_steps=8, batch_size=8, n_epochs=1, learning_rate=1e-3)
+    algorithm = _algorithm(NLPO, args, kl_coeff=0.1, mask_args=MASK_ARGS)
+    episodes = algorithm.collector.collect(POOL[:8])
+    mask = episodes.tokens.response_mask
+    assert (
+        (episodes.logprobs - episodes.ref_logprobs) * mask
+    ).abs().max() > 0.01  # the mask's renormalisation
+    assert episodes.kl.abs().max() < 1e-6
+    stats = algorithm.step(POOL, random.Random(0))
+    assert abs(stats["train/kl_to_ref_per_token"]) < 1e-6
