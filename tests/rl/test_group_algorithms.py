@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from grue_bench.data import Sample
-from grue_bench.rl.batch import TokenBatch
 from grue_bench.rl.grpo import GRPO
 from grue_bench.rl.hparams import GRPOArgs, PPOArgs, RLOOArgs
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.rloo import RLOO
-from grue_bench.rl.rollout import Episodes, GenerationSettings
+from grue_bench.rl.rollout import GenerationSettings
 
+from .hand_made import hand_made_episodes
 from .tiny_lm import tiny_causal, word_tokenizer
 
 SETTINGS = GenerationSettings(8, "left", 4, False, {"do_sample": True, "top_k": 0})
@@ -31,31 +31,11 @@ def _algorithm(cls, args, kl_coeff=0.0):
     )
 
 
-def _episodes(rewards, logprobs, ref_logprobs, mask):
-    n, t = mask.shape
-    tokens = TokenBatch(
-        torch.zeros(n, 1, dtype=torch.long),
-        torch.ones(n, 1, dtype=torch.long),
-        torch.zeros(n, t, dtype=torch.long),
-        mask,
-    )
-    return Episodes(
-        tokens,
-        [""] * n,
-        torch.tensor(rewards, dtype=torch.float),
-        logprobs=logprobs,
-        raw_logprobs=logprobs,
-        ref_logprobs=ref_logprobs,
-        values=None,
-        action_mask=None,
-    )
-
-
 def test_grpo_advantage_is_the_reward_standardised_within_its_group():
     grpo = _algorithm(GRPO, GRPOArgs(n_steps=8, batch_size=8, group_size=4))
     mask = torch.tensor([[1.0, 1.0, 0.0]] * 8)
     zeros = torch.zeros(8, 3)
-    rollout = grpo.credit(_episodes([1, 0, 0, 1, 2, 2, 2, 2], zeros, zeros, mask))
+    rollout = grpo.credit(hand_made_episodes([1, 0, 0, 1, 2, 2, 2, 2], zeros, zeros, mask))
     std = math.sqrt(1 / 3)  # unbiased std of [1, 0, 0, 1]
     a = 0.5 / (std + 1e-4)
     assert rollout.advantages[:4, 0].tolist() == pytest.approx([a, -a, -a, a], rel=1e-5)
@@ -68,7 +48,7 @@ def test_grpo_kl_term_is_the_k3_estimator():
     grpo = _algorithm(GRPO, GRPOArgs(n_steps=4, batch_size=4, group_size=2), kl_coeff=0.5)
     logprobs = torch.log(torch.tensor([[0.5, 0.25]]))
     ref = torch.log(torch.tensor([[0.25, 0.25]]))
-    batch = _episodes([0.0], logprobs, ref, torch.ones(1, 2)).to_rollout(torch.zeros(1, 2))
+    batch = hand_made_episodes([0.0], logprobs, ref, torch.ones(1, 2)).to_rollout(torch.zeros(1, 2))
     # kl_t = r - log r - 1 with r = pi_ref / pi: token 1: 0.5 - log 0.5 - 1; token 2: 0
     expected = 0.5 * ((0.5 - math.log(0.5) - 1) + 0.0) / 2
     assert float(grpo.penalty(logprobs, batch)) == pytest.approx(expected)
@@ -81,7 +61,7 @@ def test_rloo_advantage_is_the_reward_minus_the_others_mean_with_kl_in_the_rewar
     mask = torch.ones(4, 2)
     logprobs = torch.zeros(4, 2)
     ref = torch.tensor([[0.0, 0.0], [0.0, 0.0], [-1.0, -1.0], [0.0, 0.0]])  # episode 2: KL 2 in total
-    rollout = rloo.credit(_episodes([1.0, 0.0, 0.0, 1.0], logprobs, ref, mask))
+    rollout = rloo.credit(hand_made_episodes([1.0, 0.0, 0.0, 1.0], logprobs, ref, mask))
     returns = [1.0, 0.0, 0.0 - 0.1 * 2, 1.0]
     expected = [r - (sum(returns) - r) / 3 for r in returns]
     assert rollout.advantages[:, 0].tolist() == pytest.approx(expected)

@@ -11,16 +11,16 @@ import pytest
 import torch
 
 from grue_bench.data import Sample
-from grue_bench.rl.batch import TokenBatch
 from grue_bench.rl.grpo import GRPO
 from grue_bench.rl.hparams import GRPOArgs, MaskablePolicyArgs, NLPOArgs, PPOArgs, RLOOArgs, TRPOArgs
 from grue_bench.rl.nlpo import NLPO
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.ppo import PPO
 from grue_bench.rl.rloo import RLOO
-from grue_bench.rl.rollout import Episodes, GenerationSettings
+from grue_bench.rl.rollout import GenerationSettings
 from grue_bench.rl.trpo import TRPO
 
+from .hand_made import hand_made_episodes
 from .tiny_lm import tiny_causal, word_tokenizer
 
 SETTINGS = GenerationSettings(8, "left", 6, False, {"do_sample": True, "top_k": 0})
@@ -105,26 +105,6 @@ def test_trpo_takes_steps_on_a_model_with_dropout():
     assert not torch.equal(before, after)  # the line search accepted a step
 
 
-def _episodes(logprobs, ref_logprobs, mask) -> Episodes:
-    n, t = mask.shape
-    tokens = TokenBatch(
-        torch.zeros(n, 1, dtype=torch.long),
-        torch.ones(n, 1, dtype=torch.long),
-        torch.zeros(n, t, dtype=torch.long),
-        mask,
-    )
-    return Episodes(
-        tokens,
-        [""] * n,
-        torch.zeros(n),
-        logprobs=logprobs,
-        raw_logprobs=logprobs,
-        ref_logprobs=ref_logprobs,
-        values=None,
-        action_mask=None,
-    )
-
-
 def test_the_kl_controller_sees_the_per_token_mean_over_the_rollout():
     """Two episodes, 3 and 1 tokens, with per-token KLs 0.2, 0.4, 0.6 and 1.0: per token the
     mean is 2.2 / 4 = 0.55; per sequence (1.2 + 1.0) / 2 = 1.1."""
@@ -132,7 +112,7 @@ def test_the_kl_controller_sees_the_per_token_mean_over_the_rollout():
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
     logprobs = torch.tensor([[-1.0, -1.0, -1.0], [-1.0, -5.0, -5.0]])
     ref = logprobs - torch.tensor([[0.2, 0.4, 0.6], [1.0, 9.0, 9.0]])  # padding's values never count
-    stats = algorithm.kl_to_ref(_episodes(logprobs, ref, mask))
+    stats = algorithm.kl_to_ref(hand_made_episodes([0.0, 0.0], logprobs, ref, mask))
     assert stats["train/kl_to_ref_per_token"] == pytest.approx(0.55)
     assert stats["train/kl_to_ref_per_sequence"] == pytest.approx(1.1)
 
