@@ -70,10 +70,13 @@ class OnPolicyAlgorithm:
         kl_rate: float = 0.1,
         accelerator: Any = None,
         masker: ActionMasker | None = None,
+        seed: int = 0,
     ) -> None:
         from accelerate import Accelerator
 
         self.args = args
+        self.shuffle_rng = torch.Generator().manual_seed(seed)
+        """Orders the update's minibatches: seeded by the run, saved with a checkpoint."""
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
         self.device = self.accelerator.device
         # beta 0 stays 0 under either controller: then no reference model is kept or run (TRL's
@@ -195,8 +198,8 @@ class OnPolicyAlgorithm:
         parts = [batch.select(torch.arange(i, min(i + step, len(batch)))) for i in range(0, len(batch), step)]
         return [(part, float(part.response_mask.sum() / tokens)) for part in parts]
 
-    def minibatches(self, size: int, generator: torch.Generator):
+    def minibatches(self, size: int):
         """Shuffled index batches covering the rollout once."""
-        order = torch.randperm(size, generator=generator)
+        order = torch.randperm(size, generator=self.shuffle_rng)
         step = self.args.batch_size
         return [order[i : i + step] for i in range(0, size, step)]

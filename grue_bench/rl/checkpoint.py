@@ -1,5 +1,11 @@
-"""Saving and restoring an RL run mid-way: policy (with value head), masking model, optimizer,
-KL coefficient and iteration. Files are this tool's own, loaded with ``weights_only=True``.
+"""Saving and restoring an RL run mid-way, exactly: everything the next iteration depends on.
+
+That is the policy (with value head), NLPO's masking model, the optimizer (RL keeps a constant
+learning rate: there is no schedule to save), the KL coefficient, the iteration, the order the
+prompts are drawn in (the run's data RNG), the update's minibatch order and the Python, NumPy
+and torch (CPU and CUDA) random states that sampling and evaluation draw from. A run resumed
+from a checkpoint repeats, bit for bit on CPU, what the uninterrupted run did after it. Files
+are this tool's own, loaded with ``weights_only=True``.
 
 A run saves a checkpoint as *staged* (``checkpoint-<iteration>.staged``); the results store's
 writer promotes it to ``checkpoint`` once it has stored every row the run sent before it. A
@@ -9,10 +15,12 @@ can be ahead of the writer when both are killed)."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy
 import torch
 
 STATE_FILE = "state.pt"
@@ -55,6 +63,9 @@ def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:
     state = {
         "policy": algorithm.unwrapped.state_dict(),
         "optimizer": algorithm.optimizer.state_dict(),
+        "shuffle_rng": algorithm.shuffle_rng.get_state(),
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
     }
     masker = getattr(algorithm, "masker", None)
     if masker is not None:
@@ -64,6 +75,8 @@ def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:
         "iteration": algorithm.iteration,
         "kl_coef": algorithm.kl.value,
         "rng_state": _jsonable(rng_state),
+        "python_rng": _jsonable(random.getstate()),
+        "numpy_rng": _jsonable(_numpy_state()),
     }
     (tmp / META_FILE).write_text(json.dumps(meta))
     shutil.rmtree(directory, ignore_errors=True)
@@ -82,7 +95,19 @@ def load_checkpoint(directory: Path, algorithm: Any) -> tuple | None:
         algorithm.masker.model.load_state_dict(state["mask_model"])
     algorithm.iteration = meta["iteration"]
     algorithm.kl.value = meta["kl_coef"]
+    algorithm.shuffle_rng.set_state(state["shuffle_rng"])
+    torch.set_rng_state(state["torch_rng"])
+    if state["cuda_rng"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    random.setstate(_tupled(meta["python_rng"]))
+    numpy.random.set_state(_tupled(meta["numpy_rng"]))
     return _tupled(meta["rng_state"])
+
+
+def _numpy_state() -> tuple:
+    """NumPy's global random state with its key array as a list (JSON)."""
+    name, keys, position, has_gauss, cached = numpy.random.get_state()
+    return (name, keys.tolist(), position, has_gauss, cached)
 
 
 def _jsonable(value: Any) -> Any:

@@ -80,11 +80,10 @@ class PPO(OnPolicyAlgorithm):
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         args = self.args
-        generator = torch.Generator().manual_seed(self.iteration)
         totals: dict[str, list[float]] = {}
         for _ in range(args.n_epochs):
             epoch_kl = []
-            for index in self.minibatches(len(rollout), generator):
+            for index in self.minibatches(len(rollout)):
                 sums = self.gradient_step(rollout.select(index))
                 for key, value in sums.items():
                     totals.setdefault(key, []).append(value)

@@ -40,8 +40,11 @@ class TrainResult:
 
 
 def set_seed(seed: int) -> None:
-    """Seed Python, torch (CPU and CUDA)."""
+    """Seed Python, NumPy and torch (CPU and CUDA)."""
+    import numpy
+
     random.seed(seed)
+    numpy.random.seed(seed)
     torch.manual_seed(seed)
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
@@ -129,8 +132,10 @@ def generation_settings(config: RunConfig, evaluation: bool = False):
     )
 
 
-def make_rl_algorithm(config: RunConfig, lm, tokenizer, model_type: str, reward_fn, accelerator=None):
-    """The configured on-policy algorithm around ``lm``."""
+def make_rl_algorithm(
+    config: RunConfig, lm, tokenizer, model_type: str, reward_fn, accelerator=None, seed: int = 0
+):
+    """The configured on-policy algorithm around ``lm``; ``seed`` orders its minibatches."""
     from grue_bench import plugins
     from grue_bench.registry import import_object
     from grue_bench.rl.policy import ActorCritic
@@ -152,6 +157,7 @@ def make_rl_algorithm(config: RunConfig, lm, tokenizer, model_type: str, reward_
         target_kl=kl.target_kl if kl else None,
         kl_rate=kl.update_rate if kl else 0.1,
         accelerator=accelerator,
+        seed=seed,
         **extra,
     )
 
@@ -201,7 +207,9 @@ def train(
         result.model = lm
         if config.alg.id == "supervised":
             return result
-    algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), accelerator)
+    algorithm = make_rl_algorithm(
+        config, lm, tokenizer, model_type, build_reward(config), accelerator, seed=seed
+    )
     pool = load_pool(config, "train")
     rng = random.Random(seed + 1000 * algorithm.accelerator.process_index)
     for iteration in range(config.train_evaluation.n_iters):

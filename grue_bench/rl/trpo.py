@@ -125,7 +125,7 @@ class TRPO(OnPolicyAlgorithm):
 
         value_losses = []
         for _ in range(args.n_critic_updates):
-            for index in self.minibatches(len(rollout), torch.Generator().manual_seed(self.iteration)):
+            for index in self.minibatches(len(rollout)):
                 mb = rollout.select(index)
                 out = self.policy(mb, action_mask=mb.action_mask, detach_value_trunk=True)
                 v_loss = 0.5 * masked_mean((out.values - mb.returns) ** 2, mb.response_mask)

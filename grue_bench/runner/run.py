@@ -138,7 +138,9 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
             table, _ = run.evaluate(lm, tokenizer, model_type, pools["test"], "test", WARM_START, device)
             recorder.metrics(WARM_START, "test", table)
 
-    algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config))
+    algorithm = make_rl_algorithm(
+        config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed
+    )
     rng = random.Random(spec.seed)
     saved_rng = load_checkpoint(checkpoint_dir, algorithm) if resuming else None
     if saved_rng is not None:

@@ -60,7 +60,7 @@ def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
     set_seed(seed)
     base = base_lms[model_type]
     algorithm = make_rl_algorithm(
-        config, copy.deepcopy(base.model), base.tokenizer, model_type, build_reward(config)
+        config, copy.deepcopy(base.model), base.tokenizer, model_type, build_reward(config), seed=seed
     )
     pool, rng = list(load_pool(config, "train")), random.Random(seed)
     first = algorithm.step(pool, rng)

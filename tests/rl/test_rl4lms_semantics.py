@@ -148,3 +148,13 @@ def test_nlpo_kl_penalty_is_zero_while_policy_reference_and_masking_model_are_on
     assert episodes.kl.abs().max() < 1e-6
     stats = algorithm.step(POOL, random.Random(0))
     assert abs(stats["train/kl_to_ref_per_token"]) < 1e-6
+
+
+def test_minibatch_order_follows_the_runs_seed_not_the_iteration():
+    def orders(seed):
+        algorithm = _algorithm(PPO, PPOArgs(n_steps=16, batch_size=4), seed=seed)
+        return [[index.tolist() for index in algorithm.minibatches(16)] for _ in range(2)]
+
+    assert orders(0) == orders(0)
+    assert orders(0) != orders(1)
+    assert orders(0)[0] != orders(0)[1]  # and changes from one update to the next

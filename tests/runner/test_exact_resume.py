@@ -1,0 +1,62 @@
+"""A run killed mid-way and resumed gives what the uninterrupted run gives, bit for bit on CPU:
+the same per-iteration rewards, losses and KL, the same validation and test scores."""
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+from .test_runner import count_now, grue_run, rows
+
+ITERATIONS = 8
+
+
+def _command(tmp_path, alg: str) -> list[str]:
+    command = grue_run(
+        tmp_path,
+        f"--set=train_evaluation.n_iters={ITERATIONS}",
+        "--set=train_evaluation.eval_every=3",
+        "--set=alg.args.n_epochs=2",
+        "--set=alg.args.batch_size=4",
+        "--jobs=1",
+    )
+    command[command.index("--alg") + 1] = alg
+    return command
+
+
+def _metrics(store) -> dict[tuple[str, str, int], float]:
+    """Every recorded value but timings, by (split, name, iteration)."""
+    found = rows(store, "select split, name, iteration, value from metrics where name not like 'time/%'")
+    return {(split, name, iteration): value for split, name, iteration, value in found}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", ["ppo", "nlpo", "supervised+ppo"])
+def test_a_run_killed_and_resumed_repeats_the_uninterrupted_run(tmp_path, alg):
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    result = subprocess.run(_command(whole, alg), capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    store = broken / "s.sqlite"
+    process = subprocess.Popen(_command(broken, alg), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while process.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+        if count_now(store, "select count(*) from runs where last_checkpoint_iteration >= 2"):
+            break
+    assert process.poll() is None, "the run ended before it could be killed mid-way"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_at = rows(store, "select last_checkpoint_iteration, status from runs")[0]
+    assert killed_at[1] != "finished" and 2 <= killed_at[0] < ITERATIONS
+    resumed = subprocess.run(_command(broken, alg), capture_output=True, text=True, check=False)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resuming after iteration" in resumed.stderr
+
+    expected, got = _metrics(whole / "s.sqlite"), _metrics(store)
+    assert set(got) == set(expected)
+    assert {name for _, name, _ in expected} >= {"rollout/reward", "train/policy_loss", "train/value_loss"}
+    assert max(i for _, _, i in expected) == ITERATIONS  # the final validation and test scores
+    differ = {key: (expected[key], got[key]) for key in expected if abs(expected[key] - got[key]) > 1e-6}
+    assert not differ, f"killed after iteration {killed_at[0]}: {sorted(differ.items())[:10]}"
