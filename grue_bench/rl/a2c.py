@@ -1,6 +1,6 @@
 """Advantage Actor-Critic (Mnih et al. 2016): one unclipped gradient step per rollout.
 
-    pg_loss = -mean(A * log pi(a|s));  v_loss = 0.5 * mean((V - R)^2)
+    pg_loss = -mean(A * log pi(a|s));  v_loss = mean((V - R)^2)   (vf_coef as in SB3: no 1/2)
     loss    = pg_loss + vf_coef * v_loss - ent_coef * entropy
 
 The rollout's gradient is accumulated over micro-batches (``gradient_step``), so memory stays
@@ -30,7 +30,7 @@ class A2C(OnPolicyAlgorithm):
         args = self.args
         out = self.policy(mb, action_mask=mb.action_mask, entropy_grad=args.ent_coef > 0)
         pg_loss = -masked_mean(mb.advantages * out.logprobs, mb.response_mask)
-        v_loss = 0.5 * masked_mean((out.values - mb.returns) ** 2, mb.response_mask)
+        v_loss = masked_mean((out.values - mb.returns) ** 2, mb.response_mask)
         entropy = masked_mean(out.entropy, mb.response_mask)
         loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy
         return loss, {"train/policy_loss": pg_loss, "train/value_loss": v_loss, "train/entropy": entropy}

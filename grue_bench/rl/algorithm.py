@@ -175,8 +175,16 @@ class OnPolicyAlgorithm:
         raise NotImplementedError
 
     def gradient_step(self, batch: Rollout) -> dict[str, float]:
-        """One optimizer step on ``batch``'s ``loss``, its gradient accumulated over micro-batches
-        (the same step as on the whole batch at once); returns the loss parts' batch means."""
+        """One optimizer step on ``batch``'s ``loss`` (see ``accumulate_gradient``); returns the
+        loss parts' batch means."""
+        sums = self.accumulate_gradient(batch)
+        self.apply_gradient()
+        return sums
+
+    def accumulate_gradient(self, batch: Rollout) -> dict[str, float]:
+        """The gradient of ``batch``'s ``loss``, accumulated over micro-batches (the same as on
+        the whole batch at once), left in the parameters' ``.grad``; returns the loss parts'
+        batch means."""
         self.optimizer.zero_grad()
         sums: dict[str, float] = {}
         for part, weight in self.micro_batches(batch):
@@ -184,9 +192,12 @@ class OnPolicyAlgorithm:
             self.accelerator.backward(loss * weight)
             for key, value in parts.items():
                 sums[key] = sums.get(key, 0.0) + weight * float(value.detach())
+        return sums
+
+    def apply_gradient(self) -> None:
+        """Clip the accumulated gradient's norm and take the optimizer step."""
         self.accelerator.clip_grad_norm_(self.policy.parameters(), self.args.max_grad_norm)
         self.optimizer.step()
-        return sums
 
     def micro_batches(self, batch: Rollout) -> list[tuple[Rollout, float]]:
         """``batch`` in slices of ``micro_batch_size`` rows, each with its share of the response

@@ -71,7 +71,8 @@ class AlgArgs(Strict):
     normalize_advantage: bool = True
     """Whiten advantages per rollout."""
     target_kl: PositiveFloat | None = None
-    """Stop the epoch loop early once the approximate KL to the rollout policy exceeds this."""
+    """Stop the update phase at the first minibatch whose approximate KL to the rollout policy
+    exceeds 1.5 x this, before its step (stable-baselines3's and RL4LMs's rule)."""
     disable_dropout: bool = True
     """Run the policy (and critic) without dropout during RL, in rollouts and updates alike, as
     RL4LMs (its models stay in eval mode) and TRL do. With dropout in the update, the ratio
@@ -143,6 +144,8 @@ class A2CArgs(AlgArgs):
     implementation: ClassVar[str] = "grue_bench.rl.a2c:A2C"
 
     n_epochs: PositiveInt = 1
+    normalize_advantage: bool = False
+    """Whiten advantages (stable-baselines3's A2C default, which RL4LMs inherits: off)."""
     use_rms_prop: bool = False
     """Use RMSprop as in SB3's A2C (default Adam)."""
 

@@ -3,7 +3,7 @@
 The loss, in plain sight (masked means over response tokens):
     ratio     = exp(log pi(a|s) - log pi_old(a|s))
     pg_loss   = mean(max(-A * ratio, -A * clip(ratio, 1 - eps, 1 + eps)))
-    v_loss    = 0.5 * mean(max((V - R)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - R)^2))
+    v_loss    = mean(max((V - R)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - R)^2))
     loss      = pg_loss + vf_coef * v_loss - ent_coef * entropy
 """
 
@@ -47,12 +47,13 @@ def clipped_policy_loss(
 
 
 def clipped_value_loss(values: torch.Tensor, batch: Rollout, clip_range_vf: float | None) -> torch.Tensor:
-    """0.5 * mean(max((V - R)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - R)^2))."""
+    """mean(max((V - R)^2, (V_old + clip(V - V_old, -eps_v, eps_v) - R)^2)): the mean squared
+    error with no factor 1/2, so that ``vf_coef`` weighs it as in stable-baselines3 and RL4LMs."""
     v_losses = (values - batch.returns) ** 2
     if clip_range_vf is not None:
         v_clipped = batch.values + (values - batch.values).clamp(-clip_range_vf, clip_range_vf)
         v_losses = torch.max(v_losses, (v_clipped - batch.returns) ** 2)
-    return 0.5 * masked_mean(v_losses, batch.response_mask)
+    return masked_mean(v_losses, batch.response_mask)
 
 
 class PPO(OnPolicyAlgorithm):
@@ -79,18 +80,25 @@ class PPO(OnPolicyAlgorithm):
         }
 
     def update(self, rollout: Rollout) -> dict[str, float]:
-        args = self.args
+        """``n_epochs`` passes of minibatch steps. As in stable-baselines3 (and RL4LMs), the phase
+        stops at the first minibatch whose approximate KL to the rollout policy exceeds
+        1.5 x ``target_kl``, before its step is taken."""
         totals: dict[str, list[float]] = {}
-        for _ in range(args.n_epochs):
-            epoch_kl = []
+        for _ in range(self.args.n_epochs):
             for index in self.minibatches(len(rollout)):
-                sums = self.gradient_step(rollout.select(index))
+                sums = self.accumulate_gradient(rollout.select(index))
                 for key, value in sums.items():
                     totals.setdefault(key, []).append(value)
-                epoch_kl.append(sums["train/approx_kl"])
-            if args.target_kl is not None and self.mean_across_ranks(_mean(epoch_kl)) > 1.5 * args.target_kl:
-                break  # the policy moved too far from the rollout policy: stop this phase early
+                if self.too_far(sums["train/approx_kl"]):
+                    return {key: _mean(values) for key, values in totals.items()}
+                self.apply_gradient()
         return {key: _mean(values) for key, values in totals.items()}
+
+    def too_far(self, approx_kl: float) -> bool:
+        """Whether the policy has moved past 1.5 x ``target_kl`` from the rollout policy (the
+        mean over processes, so that every process stops at the same minibatch)."""
+        target = self.args.target_kl
+        return target is not None and self.mean_across_ranks(approx_kl) > 1.5 * target
 
 
 def _mean(values: list[float]) -> float:

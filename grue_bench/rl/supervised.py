@@ -144,7 +144,10 @@ class Supervised:
                         break
                     loss = self._loss(batch) / self.args.gradient_accumulation_steps
                     self.accelerator.backward(loss)
-                    if (number + 1) % self.args.gradient_accumulation_steps == 0:
+                    # the epoch's last, partial accumulation is stepped too (Hugging Face
+                    # Trainer's rule): no gradient is dropped or carried into the next epoch
+                    last = number + 1 == batches_per_epoch or steps_left == 1
+                    if (number + 1) % self.args.gradient_accumulation_steps == 0 or last:
                         self.accelerator.clip_grad_norm_(self.lm.parameters(), self.args.max_grad_norm)
                         self.optimizer.step()
                         scheduler.step()

@@ -5,6 +5,7 @@ models: the update must not see dropout noise. The KL controller must see RL4LMs
 per-token mean), and NLPO's KL penalty must not count its own mask as a move off the reference.
 """
 
+import dataclasses
 import random
 
 import pytest
@@ -47,16 +48,15 @@ def _algorithm(cls, args, kl_coeff=0.1, **extra):
 
 
 def _record_steps(algorithm) -> list[dict[str, float]]:
-    """Every gradient step's statistics (one per minibatch), as the algorithm computes them."""
+    """Every minibatch's statistics, as the algorithm computes them before its step."""
     seen: list[dict[str, float]] = []
-    step = algorithm.gradient_step
+    accumulate = algorithm.accumulate_gradient
 
     def recording(batch):
-        stats = step(batch)
-        seen.append(stats)
-        return stats
+        seen.append(accumulate(batch))
+        return seen[-1]
 
-    algorithm.gradient_step = recording
+    algorithm.accumulate_gradient = recording
     return seen
 
 
@@ -158,3 +158,55 @@ def test_minibatch_order_follows_the_runs_seed_not_the_iteration():
     assert orders(0) == orders(0)
     assert orders(0) != orders(1)
     assert orders(0)[0] != orders(0)[1]  # and changes from one update to the next
+
+
+def test_value_loss_is_the_plain_mean_squared_error_weighed_by_vf_coef():
+    from grue_bench.rl.ppo import clipped_value_loss
+
+    batch = hand_made_episodes([0.0], torch.zeros(1, 2), torch.zeros(1, 2), torch.ones(1, 2))
+    rollout = batch.to_rollout(torch.zeros(1, 2), returns=torch.tensor([[1.0, 3.0]]))
+    rollout = dataclasses.replace(rollout, values=torch.zeros(1, 2))
+    # ((0 - 1)^2 + (1 - 3)^2) / 2 = 2.5, as stable-baselines3's F.mse_loss (no factor 1/2)
+    assert float(clipped_value_loss(torch.tensor([[0.0, 1.0]]), rollout, None)) == pytest.approx(2.5)
+
+
+def test_a2c_does_not_whiten_advantages_by_default_as_in_stable_baselines3():
+    from grue_bench.rl.hparams import A2CArgs
+
+    assert A2CArgs().normalize_advantage is False and PPOArgs().normalize_advantage is True
+
+
+def _count_optimizer_steps(algorithm) -> list[int]:
+    taken = [0]
+
+    def count(*_):
+        taken[0] += 1
+
+    algorithm.optimizer.optimizer.register_step_post_hook(count)  # under accelerate's wrapper
+    return taken
+
+
+def test_target_kl_stops_at_the_first_minibatch_past_one_and_a_half_times_it_before_its_step():
+    """The first minibatch starts at the rollout policy (approximate KL 0): its step is taken.
+    After it the policy has moved (learning rate 0.05), so the second minibatch is past 1.5 x
+    1e-9 and stops the phase before its own step: one step in all, of 2 epochs x 2 minibatches."""
+    torch.manual_seed(0)
+    args = PPOArgs(n_steps=8, batch_size=4, n_epochs=2, learning_rate=0.05, target_kl=1e-9)
+    algorithm = _algorithm(PPO, args)
+    taken, steps = _count_optimizer_steps(algorithm), _record_steps(algorithm)
+    algorithm.step(POOL, random.Random(0))
+    assert taken == [1]
+    assert len(steps) == 2 and steps[0]["train/approx_kl"] < 1e-9 < steps[1]["train/approx_kl"]
+
+
+def test_supervised_steps_the_last_partial_gradient_accumulation_of_each_epoch():
+    from grue_bench.rl.hparams import SupervisedArgs
+    from grue_bench.rl.supervised import Supervised
+
+    tokenizer = word_tokenizer()
+    args = SupervisedArgs(per_device_train_batch_size=2, gradient_accumulation_steps=2, num_train_epochs=2)
+    trainer = Supervised(tiny_causal(tokenizer), tokenizer, "causal", args, 8, 4)
+    samples = [Sample(id=str(i), prompt_or_input_text=f"{i}", references=[f"{i + 1}"]) for i in range(10)]
+    taken = _count_optimizer_steps(trainer)
+    trainer.fit(samples)
+    assert taken == [2 * 3]  # 5 batches an epoch: steps after batches 2, 4 and 5, twice
