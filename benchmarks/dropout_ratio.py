@@ -1,0 +1,127 @@
+"""What the update sees at learning rate 0 on a model with dropout (run by hand, not a test).
+
+    python benchmarks/dropout_ratio.py                 # GPT-2-shaped, dropout 0.1, 2 x 64
+    python benchmarks/dropout_ratio.py --layers 4 --width 128 --iters 3
+
+A GPT-2 built from config with GPT-2's own dropout (0.1 on embeddings, attention and residuals),
+the tiny profile's IMDB tokenizer and prompts, the increasing-numbers reward. Each algorithm
+runs ``--iters`` iterations at learning rate 0, with dropout off in the update (the default,
+``alg.args.disable_dropout: true``) and on (``false``, the old behaviour). With nothing moving,
+the ratio pi/pi_old must be exactly 1: printed are the largest approximate KL and clip fraction
+over every minibatch of every epoch, and for TRPO whether its line search accepted a step
+(its learning rate is not used: TRPO steps by its trust region).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+
+ALGS = ("ppo", "nlpo", "grpo", "rloo", "trpo")
+ROW = "{:6} {:18} {:>14} {:>13} {:>13}"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--episodes", type=int, default=16, help="episodes per iteration")
+    parser.add_argument("--new-tokens", type=int, default=24)
+    parser.add_argument("--iters", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    return parser.parse_args()
+
+
+def gpt2_with_dropout(tokenizer, args):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=256,
+        n_embd=args.width,
+        n_layer=args.layers,
+        n_head=4,
+        resid_pdrop=args.dropout,
+        embd_pdrop=args.dropout,
+        attn_pdrop=args.dropout,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
+    return GPT2LMHeadModel(config)
+
+
+def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str, float]:
+    """The largest approx_kl and clip fraction over all minibatches; TRPO: whether it stepped."""
+    import torch
+
+    from grue_bench import plugins
+    from grue_bench.registry import import_object
+    from grue_bench.rewards.synthetic import IncreasingNumbers
+    from grue_bench.rl.hparams import MaskableCausalPolicyArgs
+    from grue_bench.rl.policy import ActorCritic
+    from grue_bench.rl.rollout import GenerationSettings
+
+    torch.manual_seed(0)
+    lm = gpt2_with_dropout(tokenizer, args)
+    hparams = {"n_steps": args.episodes, "batch_size": args.episodes // 2, "learning_rate": 0.0}
+    hparams["disable_dropout"] = disable_dropout
+    if alg in ("grpo", "rloo"):
+        hparams["group_size"] = 4
+    args_cls = plugins.ALGORITHMS.get(alg)
+    settings = GenerationSettings(64, "left", args.new_tokens, False, {"do_sample": True, "top_k": 0})
+    extra = {"mask_args": MaskableCausalPolicyArgs(min_tokens_to_keep=10)} if alg == "nlpo" else {}
+    algorithm = import_object(args_cls.implementation)(
+        ActorCritic(lm, "causal"),
+        tokenizer,
+        IncreasingNumbers(min_tokens=10),
+        args_cls(**hparams),
+        settings,
+        kl_coeff=0.05,
+        **extra,
+    )
+    seen: list[dict[str, float]] = []
+    if alg != "trpo":
+        accumulate = algorithm.accumulate_gradient
+        algorithm.accumulate_gradient = lambda batch: seen.append(accumulate(batch)) or seen[-1]
+    before = torch.nn.utils.parameters_to_vector(lm.parameters()).clone()
+    rng = random.Random(0)
+    for _ in range(args.iters):
+        algorithm.step(pool, rng)
+    if alg == "trpo":
+        moved = not torch.equal(before, torch.nn.utils.parameters_to_vector(lm.parameters()))
+        return {"trpo_stepped": float(moved)}
+    return {
+        "approx_kl_max": max(s["train/approx_kl"] for s in seen),
+        "clipfrac_max": max(s["train/clipfrac"] for s in seen),
+    }
+
+
+def main() -> None:
+    args = parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from grue_bench.data import Sample
+    from grue_bench.datapools import TaskPool
+    from grue_bench.models import load_base_lm
+
+    tokenizer = load_base_lm("causal", profile="tiny", corpus_id="imdb").tokenizer
+    prompts = [s.prompt_or_input_text for s in TaskPool.prepare("train", task="imdb")][:256]
+    pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]
+    print(f"GPT-2 {args.layers} x {args.width}, dropout {args.dropout}, learning rate 0, {args.iters} iters")
+    print(ROW.format("alg", "dropout in update", "approx_kl max", "clipfrac max", "TRPO stepped"))
+    for alg in ALGS:
+        for disable in (True, False):
+            row = measure(alg, disable, args, tokenizer, pool)
+            kl, clipped = row.get("approx_kl_max", float("nan")), row.get("clipfrac_max", float("nan"))
+            stepped = {1.0: "yes", 0.0: "no", None: ""}[row.get("trpo_stepped")]
+            mode = "off (default)" if disable else "on"
+            print(ROW.format(alg, mode, f"{kl:.3g}", f"{clipped:.3g}", stepped))
+
+
+if __name__ == "__main__":
+    main()
