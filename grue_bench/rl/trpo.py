@@ -5,11 +5,17 @@ mean KL(pi_old || pi_theta) <= delta. The natural gradient x = F^-1 g is found b
 gradient on Fisher-vector products (Hessian-vector products of the KL); the step
 x * sqrt(2 delta / x'Fx) is shrunk by backtracking until the KL limit holds and L improves.
 The critic is trained separately, by regression of V on the returns.
+
+Every forward pass runs over micro-batches of at most ``micro_batch_size`` rows: gradients,
+Fisher-vector products, surrogates and KLs are their sums weighted by the micro-batches' shares
+of the response tokens, so the step is the whole-batch one. With several processes each of these
+is averaged over the processes before it is used, so every process takes the same step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
@@ -19,6 +25,25 @@ from grue_bench.rl.algorithm import OnPolicyAlgorithm, adamw
 from grue_bench.rl.batch import Rollout
 from grue_bench.rl.hparams import TRPOArgs
 from grue_bench.rl.policy import response_logits_and_hidden
+
+MicroBatches = list[tuple[Rollout, float]]
+"""A batch as ``OnPolicyAlgorithm.micro_batches`` cuts it: slices and their token shares."""
+
+
+def surrogate(batch: Rollout, logp_all: torch.Tensor) -> torch.Tensor:
+    """L = mean(A * pi(a|s) / pi_old(a|s)) over the response tokens, from log pi(.|s) [B, T, V]."""
+    logp = logp_all.gather(-1, batch.response_ids.unsqueeze(-1)).squeeze(-1)
+    return masked_mean(batch.advantages * torch.exp(logp - batch.logprobs), batch.response_mask)
+
+
+def kl_divergence(old_logp_all: torch.Tensor, logp_all: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """mean KL(pi_old(.|s) || pi(.|s)) over the response tokens."""
+    return masked_mean((old_logp_all.exp() * (old_logp_all - logp_all)).sum(-1), mask)
+
+
+def flat_grad(output: torch.Tensor, params: list[torch.Tensor], **kwargs) -> torch.Tensor:
+    """d output / d params as one vector."""
+    return parameters_to_vector(torch.autograd.grad(output, params, **kwargs))
 
 
 def conjugate_gradient(
@@ -42,6 +67,17 @@ def conjugate_gradient(
     return x
 
 
+@dataclass(frozen=True)
+class PolicyGradient:
+    """The surrogate at theta_old: its gradient g and value (means over processes), each
+    micro-batch's log pi_old(.|s) (the line search measures its KL from them) and the entropy."""
+
+    gradient: torch.Tensor
+    surrogate: float
+    old_logp_all: list[torch.Tensor]
+    entropy: float
+
+
 class TRPO(OnPolicyAlgorithm):
     Args = TRPOArgs
     args: TRPOArgs
@@ -50,24 +86,14 @@ class TRPO(OnPolicyAlgorithm):
         # Only the critic is trained by gradient descent; the actor moves by the natural-gradient step.
         return adamw(policy.critic_parameters(), self.args.learning_rate)
 
-    def _log_probs(self, rollout: Rollout) -> torch.Tensor:
+    def _log_probs(self, batch: Rollout) -> torch.Tensor:
         """log pi(.|s_t) over the vocabulary at every response step [B, T, V]."""
         policy = self.unwrapped
-        logits, _ = response_logits_and_hidden(policy.lm, rollout, policy.model_type, want_hidden=False)
+        logits, _ = response_logits_and_hidden(policy.lm, batch, policy.model_type, want_hidden=False)
         logits = logits.float()
-        if rollout.action_mask is not None:
-            logits = logits.masked_fill(~rollout.action_mask, torch.finfo(logits.dtype).min)
+        if batch.action_mask is not None:
+            logits = logits.masked_fill(~batch.action_mask, torch.finfo(logits.dtype).min)
         return torch.log_softmax(logits, dim=-1)
-
-    def _surrogate_and_kl(
-        self, rollout: Rollout, old_logp_all: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        mask = rollout.response_mask
-        logp_all = self._log_probs(rollout)
-        logp = logp_all.gather(-1, rollout.response_ids.unsqueeze(-1)).squeeze(-1)
-        surrogate = masked_mean(rollout.advantages * torch.exp(logp - rollout.logprobs), mask)
-        kl = masked_mean((old_logp_all.exp() * (old_logp_all - logp_all)).sum(-1), mask)
-        return surrogate, kl
 
     def _mean_over_ranks(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor if self.accelerator.num_processes == 1 else self.accelerator.reduce(tensor, "mean")
@@ -81,65 +107,124 @@ class TRPO(OnPolicyAlgorithm):
 
     def _update(self, rollout: Rollout) -> dict[str, float]:
         args = self.args
+        # the actor moves outside DDP (which never sees its forward passes), by plain assignments
         params = [p for p in self.unwrapped.policy_parameters() if p.requires_grad]
+        parts = self.micro_batches(rollout)
+        pg = self._policy_gradient(parts, params)
         sub = rollout.select(torch.arange(0, len(rollout), args.sub_sampling_factor))
+        fvp = self._fisher_vector_product(self.micro_batches(sub), params)
 
-        # Policy gradient of the surrogate, and the Fisher-vector product from the KL's Hessian.
-        logp_all = self._log_probs(rollout)
-        old_logp_all = logp_all.detach()
-        mask = rollout.response_mask
-        logp = logp_all.gather(-1, rollout.response_ids.unsqueeze(-1)).squeeze(-1)
-        surrogate = masked_mean(rollout.advantages * torch.exp(logp - rollout.logprobs), mask)
-        g = self._mean_over_ranks(parameters_to_vector(torch.autograd.grad(surrogate, params)))
-
-        sub_logp_all = self._log_probs(sub)
-        sub_old = sub_logp_all.detach()
-        kl = masked_mean((sub_old.exp() * (sub_old - sub_logp_all)).sum(-1), sub.response_mask)
-        kl_grad = parameters_to_vector(torch.autograd.grad(kl, params, create_graph=True))
-
-        def fvp(vector: torch.Tensor) -> torch.Tensor:
-            hvp = torch.autograd.grad(kl_grad @ vector, params, retain_graph=True)
-            return self._mean_over_ranks(parameters_to_vector(hvp)) + args.cg_damping * vector
-
-        direction = conjugate_gradient(fvp, g, args.cg_max_steps)
+        direction = conjugate_gradient(fvp, pg.gradient, args.cg_max_steps)
         shs = 0.5 * direction @ fvp(direction)
         full_step = direction * torch.sqrt(args.target_kl / shs.clamp(min=1e-10))
+        step_kl = self._line_search(parts, pg, params, full_step)
 
-        old_params = parameters_to_vector(params).detach()
-        old_surrogate = float(surrogate)
-        step_kl, accepted = 0.0, False
-        with torch.no_grad():
-            for attempt in range(args.line_search_max_iter):
-                vector_to_parameters(
-                    old_params + args.line_search_shrinking_factor**attempt * full_step, params
-                )
-                new_surrogate, new_kl = self._surrogate_and_kl(rollout, old_logp_all)
-                new_surrogate = float(self._mean_over_ranks(new_surrogate))
-                step_kl = float(self._mean_over_ranks(new_kl))
-                if step_kl <= args.target_kl and new_surrogate > old_surrogate:
-                    accepted = True
-                    break
-            if not accepted:
-                vector_to_parameters(old_params, params)
-                step_kl = 0.0
-
-        value_losses = []
-        for _ in range(args.n_critic_updates):
-            for index in self.minibatches(len(rollout)):
-                mb = rollout.select(index)
-                out = self.policy(mb, action_mask=mb.action_mask, detach_value_trunk=True)
-                v_loss = 0.5 * masked_mean((out.values - mb.returns) ** 2, mb.response_mask)
-                self.optimizer.zero_grad()
-                self.accelerator.backward(v_loss)
-                self.optimizer.step()
-                value_losses.append(float(v_loss))
-        with torch.no_grad():
-            entropy = -(old_logp_all.exp() * old_logp_all).sum(-1)
         return {
-            "train/policy_loss": -old_surrogate,
-            "train/value_loss": sum(value_losses) / len(value_losses),
-            "train/entropy": float(masked_mean(entropy, mask)),
-            "train/approx_kl": step_kl,
+            "train/policy_loss": -pg.surrogate,
+            "train/value_loss": self._train_critic(rollout),
+            "train/entropy": pg.entropy,
+            "train/approx_kl": step_kl or 0.0,
             "train/clipfrac": 0.0,
-            "train/line_search_accepted": float(accepted),
+            "train/line_search_accepted": float(step_kl is not None),
         }
+
+    def _policy_gradient(self, parts: MicroBatches, params: list[torch.Tensor]) -> PolicyGradient:
+        """g = dL/dtheta at theta_old, one micro-batch's forward and backward pass at a time."""
+        gradient = torch.zeros_like(parameters_to_vector(params))
+        value = entropy = 0.0
+        old_logp_all = []
+        for part, weight in parts:
+            logp_all = self._log_probs(part)
+            part_surrogate = surrogate(part, logp_all)
+            gradient += flat_grad(weight * part_surrogate, params)
+            old = logp_all.detach()
+            old_logp_all.append(old)
+            value += weight * float(part_surrogate.detach())
+            entropy += weight * float(masked_mean(-(old.exp() * old).sum(-1), part.response_mask))
+        gradient, value = self._mean_over_ranks(gradient), self.mean_across_ranks(value)
+        return PolicyGradient(gradient, value, old_logp_all, entropy)
+
+    def _kl_gradient(self, part: Rollout, weight: float, params: list[torch.Tensor]) -> torch.Tensor:
+        """weight * dKL(pi_old || pi_theta)/dtheta at theta_old on ``part``, differentiable again:
+        it is zero, but its derivative along v is the Fisher-vector product F v."""
+        logp_all = self._log_probs(part)
+        kl = kl_divergence(logp_all.detach(), logp_all, part.response_mask)
+        return flat_grad(weight * kl, params, create_graph=True)
+
+    def _fisher_vector_product(
+        self, parts: MicroBatches, params: list[torch.Tensor]
+    ) -> Callable[[torch.Tensor], torch.Tensor]:
+        """v -> F v + damping * v, F v summed over micro-batches and averaged over processes.
+
+        Each product builds each micro-batch's twice-differentiable KL gradient anew, as keeping
+        them all would hold the whole batch's activations; a batch of one micro-batch keeps its
+        one graph for all the conjugate-gradient steps instead."""
+        kept = [self._kl_gradient(*parts[0], params)] if len(parts) == 1 else None
+
+        def fvp(vector: torch.Tensor) -> torch.Tensor:
+            kl_grads = kept or (self._kl_gradient(part, weight, params) for part, weight in parts)
+            hvp = sum(flat_grad(kl_grad @ vector, params, retain_graph=bool(kept)) for kl_grad in kl_grads)
+            return self._mean_over_ranks(hvp) + self.args.cg_damping * vector
+
+        return fvp
+
+    def _surrogate_and_kl(self, parts: MicroBatches, old_logp_all: list[torch.Tensor]) -> tuple[float, float]:
+        """L and mean KL(pi_old || pi_theta) at the current parameters, averaged over processes."""
+        totals = torch.zeros(2, device=self.device)
+        for (part, weight), old in zip(parts, old_logp_all, strict=True):
+            logp_all = self._log_probs(part)
+            totals += weight * torch.stack(
+                [surrogate(part, logp_all), kl_divergence(old, logp_all, part.response_mask)]
+            )
+        value, kl = self._mean_over_ranks(totals).tolist()
+        return value, kl
+
+    @torch.no_grad()
+    def _line_search(
+        self, parts: MicroBatches, pg: PolicyGradient, params: list[torch.Tensor], full_step: torch.Tensor
+    ) -> float | None:
+        """Backtrack from theta_old + full_step until the KL limit holds and L improves; returns
+        the accepted step's KL, or None after restoring theta_old when no try is accepted."""
+        args = self.args
+        old_params = parameters_to_vector(params)
+        for attempt in range(args.line_search_max_iter):
+            vector_to_parameters(old_params + args.line_search_shrinking_factor**attempt * full_step, params)
+            value, kl = self._surrogate_and_kl(parts, pg.old_logp_all)
+            if kl <= args.target_kl and value > pg.surrogate:
+                return kl
+        vector_to_parameters(old_params, params)
+        return None
+
+    def _train_critic(self, rollout: Rollout) -> float:
+        """``n_critic_updates`` passes of value-regression steps over shuffled minibatches; returns
+        the mean loss."""
+        losses = [
+            self._critic_step(rollout.select(index))
+            for _ in range(self.args.n_critic_updates)
+            for index in self.minibatches(len(rollout))
+        ]
+        return sum(losses) / len(losses)
+
+    def _critic_step(self, batch: Rollout) -> float:
+        """One optimizer step on mean((V - R)^2) (plain MSE, as sb3-contrib's TRPO), the value
+        head's gradient accumulated over micro-batches and averaged over processes here rather
+        than by DDP, whose reducer would wait for gradients of the actor too. Returns the loss."""
+        self.optimizer.zero_grad()
+        loss = 0.0
+        for part, weight in self.micro_batches(batch):
+            out = self.unwrapped(part, action_mask=part.action_mask, detach_value_trunk=True)
+            part_loss = masked_mean((out.values - part.returns) ** 2, part.response_mask)
+            self.accelerator.backward(weight * part_loss)
+            loss += weight * float(part_loss.detach())
+        self._average_gradients_over_ranks()
+        self.optimizer.step()
+        return loss
+
+    def _average_gradients_over_ranks(self) -> None:
+        """The critic's gradients, replaced by their means over processes (one all-reduce)."""
+        if self.accelerator.num_processes == 1:
+            return
+        grads = [p.grad for p in self.unwrapped.critic_parameters() if p.grad is not None]
+        mean = self._mean_over_ranks(torch.cat([grad.flatten() for grad in grads]))
+        for grad, averaged in zip(grads, mean.split([grad.numel() for grad in grads]), strict=True):
+            grad.copy_(averaged.view_as(grad))
