@@ -115,9 +115,13 @@ def main() -> None:
 
         prompts = [s.prompt_or_input_text for s in TaskPool.prepare("train", task="imdb")][:512]
     reward = CallableReward(import_object(args.reward)) if args.reward else IncreasingNumbers(min_tokens=10)
-    minibatch = max(1, args.batch_size // args.minibatches)
     hparams = plugins.ALGORITHMS.get(args.alg)
-    common = {"n_steps": args.batch_size, "batch_size": minibatch, "learning_rate": args.lr}
+    if args.alg in ("grpo", "rloo"):  # a rollout counted in episodes
+        n_envs, n_steps, rollout_size = 1, args.batch_size, args.batch_size
+    else:  # RL4LMs: n_envs x n_steps transitions, here batch-size episodes of new-tokens each
+        n_envs, n_steps, rollout_size = args.batch_size, args.new_tokens, args.batch_size * args.new_tokens
+    minibatch = max(1, rollout_size // args.minibatches)
+    common = {"n_steps": n_steps, "batch_size": minibatch, "learning_rate": args.lr}
     if args.micro_batch_size:
         common["micro_batch_size"] = args.micro_batch_size
     if args.alg in ("ppo", "nlpo", "grpo", "rloo"):
@@ -141,6 +145,7 @@ def main() -> None:
         hparams(**common),
         settings,
         kl_coeff=args.kl_coef,
+        n_envs=n_envs,
         **extra,
     )
     pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]

@@ -29,15 +29,15 @@ class A2C(OnPolicyAlgorithm):
     def loss(self, mb: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         args = self.args
         out = self.policy(mb, action_mask=mb.action_mask, entropy_grad=args.ent_coef > 0)
-        pg_loss = -masked_mean(mb.advantages * out.logprobs, mb.response_mask)
-        v_loss = masked_mean((out.values - mb.returns) ** 2, mb.response_mask)
-        entropy = masked_mean(out.entropy, mb.response_mask)
+        pg_loss = -masked_mean(mb.advantages * out.logprobs, mb.loss_mask)
+        v_loss = masked_mean((out.values - mb.returns) ** 2, mb.loss_mask)
+        entropy = masked_mean(out.entropy, mb.loss_mask)
         loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy
         return loss, {"train/policy_loss": pg_loss, "train/value_loss": v_loss, "train/entropy": entropy}
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         return {
-            **self.gradient_step(rollout),
+            **self.gradient_step(self.normalized(rollout)),
             "train/approx_kl": 0.0,  # one step from the rollout policy: no inner-loop drift to measure
             "train/clipfrac": 0.0,
         }

@@ -12,14 +12,11 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int | None = None
     return (values * mask).sum(dim) / mask.sum(dim).clamp(min=1)
 
 
-def whiten(values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torch.Tensor:
+def whiten(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Zero mean, unit variance over the masked entries (masked-out entries become 0)."""
     mean = masked_mean(values, mask)
     var = masked_mean((values - mean) ** 2, mask)
-    out = (values - mean) * torch.rsqrt(var + 1e-8)
-    if not shift_mean:
-        out = out + mean
-    return out * mask
+    return (values - mean) * torch.rsqrt(var + 1e-8) * mask
 
 
 def token_rewards(
@@ -34,17 +31,26 @@ def token_rewards(
 
 
 def gae(
-    rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float,
+    lam: float,
+    bootstrap: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalized advantage estimation; returns (advantages, returns), zero on padding.
 
-    Episodes end at their last unmasked token (V after it is 0). Computed without a loop over
-    time: A_t = sum_{s>=t} (gamma*lam)^(s-t) * delta_s, as one matrix product.
+    A row's transitions end at its last unmasked token; the value after it is ``bootstrap`` [B]
+    (the value of the next state for an episode cut short, 0 for one that ended). Computed
+    without a loop over time: A_t = sum_{s>=t} (gamma*lam)^(s-t) * delta_s, as one matrix product.
     """
     values = values * mask
     next_values = torch.cat([values[:, 1:], torch.zeros_like(values[:, :1])], dim=1) * torch.cat(
         [mask[:, 1:], torch.zeros_like(mask[:, :1])], dim=1
     )
+    if bootstrap is not None:
+        last = (mask.sum(1).long() - 1).clamp(min=0)
+        next_values[torch.arange(mask.size(0)), last] += bootstrap
     deltas = (rewards + gamma * next_values - values) * mask
     steps = rewards.size(1)
     offsets = torch.arange(steps, device=rewards.device)

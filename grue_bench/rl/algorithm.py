@@ -1,8 +1,14 @@
-"""What every on-policy algorithm shares: one iteration = draw prompts, sample and score
-episodes, assign credit, update, adapt beta.
+"""What every on-policy algorithm shares: one iteration = sample and score episodes, assign
+credit, update, adapt beta.
+
+A rollout means what it means in RL4LMs: ``n_envs x n_steps`` token transitions, from episodes
+sampled ``n_envs`` prompts at a time, the episode that crosses that size cut there (its return
+bootstrapped from the value at the cut); the update's minibatches hold ``batch_size`` transitions
+drawn at random from the whole rollout, with advantages whitened per minibatch (SB3's PPO).
 
 An algorithm subclasses ``OnPolicyAlgorithm`` and writes its ``update``; critic-free ones also
-write how prompts are drawn (``draw``) and how credit is assigned (``credit``; GAE by default).
+write how episodes are collected (``collect``), how credit is assigned (``credit``; GAE by
+default) and what a minibatch is (``minibatches``).
 Metric keys are the same for every algorithm (see ``STAT_KEYS``); the ``train/kl_to_ref_*`` keys
 are left out when the KL coefficient is 0, as there is no reference model to measure them against.
 """
@@ -10,9 +16,11 @@ are left out when the KL coefficient is 0, as there is no reference model to mea
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -71,10 +79,12 @@ class OnPolicyAlgorithm:
         accelerator: Any = None,
         masker: ActionMasker | None = None,
         seed: int = 0,
+        n_envs: int = 1,
     ) -> None:
         from accelerate import Accelerator
 
         self.args = args
+        self.n_envs = n_envs
         self.shuffle_rng = torch.Generator().manual_seed(seed)
         """Orders the update's minibatches: seeded by the run, saved with a checkpoint."""
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
@@ -92,7 +102,7 @@ class OnPolicyAlgorithm:
             reward_fn=reward_fn,
             settings=generation,
             device=self.device,
-            chunk_size=max(args.batch_size, 16),
+            chunk_size=max(n_envs, 16),
             masker=masker,
         )
         self.iteration = 0
@@ -105,19 +115,45 @@ class OnPolicyAlgorithm:
     def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
         return adamw(policy.parameters(), self.args.learning_rate)
 
-    def draw(self, pool: Sequence[Sample], rng: random.Random) -> list[Sample]:
-        """The prompts of one iteration: ``n_steps`` drawn with replacement."""
-        return [pool[rng.randrange(len(pool))] for _ in range(self.args.n_steps)]
+    def collect(self, pool: Sequence[Sample], rng: random.Random) -> Episodes:
+        """Episodes enough for ``n_envs x n_steps`` transitions: prompts drawn with replacement,
+        ``n_envs`` at a time (in as few sampling calls as the episodes' maximal length allows)."""
+        budget, parts, collected = self.args.n_steps * self.n_envs, [], 0
+        longest = self.collector.settings.max_new_tokens
+        while collected < budget:
+            rounds = math.ceil((budget - collected) / (self.n_envs * longest))
+            samples = [pool[rng.randrange(len(pool))] for _ in range(rounds * self.n_envs)]
+            parts.append(self.collector.collect(samples, with_values=self.uses_critic))
+            collected += int(parts[-1].tokens.response_mask.sum())
+        causal = self.unwrapped.model_type == "causal"
+        return Episodes.concat(parts, causal, self.collector.tokenizer.pad_token_id)
+
+    def rollout_episodes(self, episodes: Episodes) -> Episodes:
+        """What the update trains on: the first ``n_envs x n_steps`` transitions."""
+        return episodes.first_transitions(self.args.n_steps * self.n_envs)
 
     def credit(self, episodes: Episodes) -> Rollout:
         """Per-token rewards (task reward at the end, -beta * KL at every token), GAE advantages
-        and returns, advantages whitened over the rollout if asked."""
+        and returns; an episode cut by the rollout's size has no task reward and bootstraps its
+        return from the value at the cut."""
         mask = episodes.tokens.response_mask
-        rewards = token_rewards(episodes.task_rewards, episodes.kl, mask, self.kl.value)
-        advantages, returns = gae(rewards, episodes.values, mask, self.args.gamma, self.args.gae_lambda)
-        if self.args.normalize_advantage:
-            advantages = whiten(advantages, mask)
+        cut = episodes.cut if episodes.cut is not None else torch.zeros(len(episodes), dtype=torch.bool)
+        cut = cut.to(mask.device)
+        ended_rewards = torch.where(cut, 0.0, episodes.task_rewards)
+        rewards = token_rewards(ended_rewards, episodes.kl, mask, self.kl.value)
+        at_cut = mask.sum(1).long().clamp(max=mask.size(1) - 1)
+        bootstrap = torch.where(cut, episodes.values.gather(1, at_cut[:, None]).squeeze(1), 0.0)
+        advantages, returns = gae(
+            rewards, episodes.values, mask, self.args.gamma, self.args.gae_lambda, bootstrap
+        )
         return episodes.to_rollout(advantages, returns)
+
+    def normalized(self, batch: Rollout) -> Rollout:
+        """``batch`` with its advantages whitened over its transitions if ``normalize_advantage``
+        (stable-baselines3 whitens each minibatch a step is taken on)."""
+        if not self.args.normalize_advantage:
+            return batch
+        return replace(batch, advantages=whiten(batch.advantages, batch.loss_mask))
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         """One optimisation phase on a rollout; returns ``train/*`` statistics."""
@@ -138,8 +174,8 @@ class OnPolicyAlgorithm:
         self.before_rollout()
         started = time.perf_counter()
         self.policy.eval()
-        episodes = self.collector.collect(self.draw(pool, rng), with_values=self.uses_critic)
-        rollout = self.credit(episodes)
+        episodes = self.collect(pool, rng)
+        rollout = self.credit(self.rollout_episodes(episodes))
         rollout_s = time.perf_counter() - started
         started = time.perf_counter()
         self.policy.train(not self.args.disable_dropout)
@@ -200,17 +236,22 @@ class OnPolicyAlgorithm:
         self.optimizer.step()
 
     def micro_batches(self, batch: Rollout) -> list[tuple[Rollout, float]]:
-        """``batch`` in slices of ``micro_batch_size`` rows, each with its share of the response
-        tokens: the weighted sum of the slices' masked means is the batch's masked mean."""
+        """``batch`` in slices of ``micro_batch_size`` rows, each with its share of the trained
+        transitions: the weighted sum of the slices' masked means is the batch's masked mean."""
         step = self.args.micro_batch_size
         if len(batch) <= step:
             return [(batch, 1.0)]
-        tokens = batch.response_mask.sum().clamp(min=1)
+        tokens = batch.loss_mask.sum().clamp(min=1)
         parts = [batch.select(torch.arange(i, min(i + step, len(batch)))) for i in range(0, len(batch), step)]
-        return [(part, float(part.response_mask.sum() / tokens)) for part in parts]
+        return [(part, float(part.loss_mask.sum() / tokens)) for part in parts]
 
-    def minibatches(self, size: int):
-        """Shuffled index batches covering the rollout once."""
-        order = torch.randperm(size, generator=self.shuffle_rng)
-        step = self.args.batch_size
-        return [order[i : i + step] for i in range(0, size, step)]
+    def minibatches(self, rollout: Rollout) -> list[Rollout]:
+        """The rollout's transitions in a random order, cut into minibatches of ``batch_size``
+        (each holds the rows of its transitions, training on those tokens only)."""
+        rows, steps = torch.nonzero(rollout.loss_mask, as_tuple=True)
+        order = torch.randperm(rows.numel(), generator=self.shuffle_rng).to(rows.device)
+        size = self.args.batch_size
+        return [
+            rollout.transitions(rows[order[i : i + size]], steps[order[i : i + size]])
+            for i in range(0, rows.numel(), size)
+        ]

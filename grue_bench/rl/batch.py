@@ -37,6 +37,9 @@ class Rollout(TokenBatch):
     values: torch.Tensor | None  # [B, T] V_old(s_t); None without a critic
     advantages: torch.Tensor  # [B, T]
     returns: torch.Tensor | None  # [B, T] the critic's regression targets; None without a critic
+    loss_mask: torch.Tensor  # [B, T] float: the transitions this batch trains on (see below)
+    """A rollout trains on all of its transitions (``response_mask``); a minibatch of transitions
+    on some tokens of its rows, the rest of each row being context only."""
     action_mask: torch.Tensor | None = None  # [B, T, V] bool: NLPO's allowed tokens, else None
 
     def select(self, index: torch.Tensor) -> Rollout:
@@ -46,5 +49,11 @@ class Rollout(TokenBatch):
             values[f.name] = None if tensor is None else tensor[index]
         return type(self)(**values)
 
-    def with_advantages(self, advantages: torch.Tensor) -> Rollout:
-        return replace(self, advantages=advantages)
+    def transitions(self, rows: torch.Tensor, steps: torch.Tensor) -> Rollout:
+        """The minibatch of the transitions (rows[i], steps[i]): the rows that hold them, training
+        on those tokens only."""
+        kept, row_in_batch = torch.unique(rows, return_inverse=True)
+        batch = self.select(kept)
+        loss_mask = torch.zeros_like(batch.loss_mask)
+        loss_mask[row_in_batch, steps] = 1.0
+        return replace(batch, loss_mask=loss_mask)

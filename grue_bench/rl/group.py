@@ -22,6 +22,7 @@ from grue_bench.rl.advantages import masked_mean
 from grue_bench.rl.batch import Rollout
 from grue_bench.rl.hparams import GroupArgs
 from grue_bench.rl.ppo import PPO, clipped_policy_loss
+from grue_bench.rl.rollout import Episodes
 
 
 class GroupSampled(PPO):
@@ -34,6 +35,22 @@ class GroupSampled(PPO):
         prompts = [pool[rng.randrange(len(pool))] for _ in range(self.args.n_steps // group)]
         return [sample for sample in prompts for _ in range(group)]
 
+    def collect(self, pool: Sequence[Sample], rng: random.Random) -> Episodes:
+        """``n_steps`` episodes (``draw``): the rollout is counted in episodes, as in TRL."""
+        return self.collector.collect(self.draw(pool, rng), with_values=False)
+
+    def rollout_episodes(self, episodes: Episodes) -> Episodes:
+        return episodes  # whole groups, never cut
+
+    def normalized(self, batch: Rollout) -> Rollout:
+        return batch  # the credit is already scaled within groups (GRPO) or over the rollout (RLOO)
+
+    def minibatches(self, rollout: Rollout) -> list[Rollout]:
+        """Shuffled minibatches of ``batch_size`` whole episodes."""
+        order = torch.randperm(len(rollout), generator=self.shuffle_rng)
+        size = self.args.batch_size
+        return [rollout.select(order[i : i + size]) for i in range(0, len(rollout), size)]
+
     def by_group(self, per_episode: torch.Tensor) -> torch.Tensor:
         """[N] -> [N / group_size, group_size]: one row per prompt (episodes come grouped)."""
         return per_episode.view(-1, self.args.group_size)
@@ -45,8 +62,8 @@ class GroupSampled(PPO):
     def loss(self, mb: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         args = self.args
         out = self.policy(mb, action_mask=mb.action_mask, with_values=False, entropy_grad=args.ent_coef > 0)
-        pg = clipped_policy_loss(out.logprobs, mb.logprobs, mb.advantages, mb.response_mask, args.clip_range)
-        entropy = masked_mean(out.entropy, mb.response_mask)
+        pg = clipped_policy_loss(out.logprobs, mb.logprobs, mb.advantages, mb.loss_mask, args.clip_range)
+        entropy = masked_mean(out.entropy, mb.loss_mask)
         loss = pg.loss + self.penalty(out.logprobs, mb) - args.ent_coef * entropy
         return loss, {
             "train/policy_loss": pg.loss,

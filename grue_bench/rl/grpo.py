@@ -33,4 +33,4 @@ class GRPO(GroupSampled):
     def penalty(self, logprobs: torch.Tensor, mb: Rollout) -> torch.Tensor:
         log_ratio_ref = mb.ref_logprobs - logprobs
         kl = log_ratio_ref.exp() - log_ratio_ref - 1
-        return self.kl.value * masked_mean(kl, mb.response_mask)
+        return self.kl.value * masked_mean(kl, mb.loss_mask)

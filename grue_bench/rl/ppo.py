@@ -53,7 +53,7 @@ def clipped_value_loss(values: torch.Tensor, batch: Rollout, clip_range_vf: floa
     if clip_range_vf is not None:
         v_clipped = batch.values + (values - batch.values).clamp(-clip_range_vf, clip_range_vf)
         v_losses = torch.max(v_losses, (v_clipped - batch.returns) ** 2)
-    return masked_mean(v_losses, batch.response_mask)
+    return masked_mean(v_losses, batch.loss_mask)
 
 
 class PPO(OnPolicyAlgorithm):
@@ -67,9 +67,9 @@ class PPO(OnPolicyAlgorithm):
         """The minibatch loss and its parts, keyed as in ``STAT_KEYS``."""
         args = self.args
         out = self.policy(mb, action_mask=mb.action_mask, entropy_grad=args.ent_coef > 0)
-        pg = clipped_policy_loss(out.logprobs, mb.logprobs, mb.advantages, mb.response_mask, args.clip_range)
+        pg = clipped_policy_loss(out.logprobs, mb.logprobs, mb.advantages, mb.loss_mask, args.clip_range)
         value_loss = clipped_value_loss(out.values, mb, args.clip_range_vf)
-        entropy = masked_mean(out.entropy, mb.response_mask)
+        entropy = masked_mean(out.entropy, mb.loss_mask)
         loss = pg.loss + args.vf_coef * value_loss - args.ent_coef * entropy
         return loss, {
             "train/policy_loss": pg.loss,
@@ -85,8 +85,8 @@ class PPO(OnPolicyAlgorithm):
         1.5 x ``target_kl``, before its step is taken."""
         totals: dict[str, list[float]] = {}
         for _ in range(self.args.n_epochs):
-            for index in self.minibatches(len(rollout)):
-                sums = self.accumulate_gradient(rollout.select(index))
+            for minibatch in self.minibatches(rollout):
+                sums = self.accumulate_gradient(self.normalized(minibatch))
                 for key, value in sums.items():
                     totals.setdefault(key, []).append(value)
                 if self.too_far(sums["train/approx_kl"]):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
@@ -223,6 +223,13 @@ class Episodes:
     ref_logprobs: torch.Tensor  # [N, T] log pi_ref(a_t | s_t); the policy's own without a reference
     values: torch.Tensor | None  # [N, T] V(s_t), None for critic-free algorithms
     action_mask: torch.Tensor | None  # [N, T, V] NLPO's allowed tokens
+    cut: torch.Tensor | None = None
+    """[N] bool: episodes cut short by the rollout's size (``first_transitions``); their
+    ``response_mask`` ends at the cut, their tokens and values after it are kept (the value at
+    the cut bootstraps the return), and the task reward, given at the end, is not theirs."""
+
+    def __len__(self) -> int:
+        return len(self.texts)
 
     @property
     def kl(self) -> torch.Tensor:
@@ -240,7 +247,61 @@ class Episodes:
             values=self.values,
             advantages=advantages,
             returns=returns,
+            loss_mask=self.tokens.response_mask,
             action_mask=self.action_mask,
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[Episodes], causal: bool, pad_id: int) -> Episodes:
+        """One batch of the episodes of ``parts`` (uncut), padded as ``collect`` pads."""
+        if len(parts) == 1:
+            return parts[0]
+        prompt_pad = pad_left if causal else pad_right
+
+        def joined(name: str, pad, value):
+            tensors = [getattr(part, name) for part in parts]
+            return None if tensors[0] is None else pad(tensors, value)
+
+        tokens = TokenBatch(
+            prompt_ids=prompt_pad([p.tokens.prompt_ids for p in parts], pad_id),
+            prompt_mask=prompt_pad([p.tokens.prompt_mask for p in parts], 0),
+            response_ids=pad_right([p.tokens.response_ids for p in parts], pad_id),
+            response_mask=pad_right([p.tokens.response_mask for p in parts], 0.0),
+        )
+        return cls(
+            tokens=tokens,
+            texts=[text for part in parts for text in part.texts],
+            task_rewards=torch.cat([part.task_rewards for part in parts]),
+            logprobs=joined("logprobs", pad_right, 0.0),
+            raw_logprobs=joined("raw_logprobs", pad_right, 0.0),
+            ref_logprobs=joined("ref_logprobs", pad_right, 0.0),
+            values=joined("values", pad_right, 0.0),
+            action_mask=joined("action_mask", pad_right, False),
+        )
+
+    def first_transitions(self, budget: int) -> Episodes:
+        """The first ``budget`` transitions, episode after episode, as RL4LMs fills its rollout
+        buffer: whole episodes while they fit, then the one that crosses the budget cut there
+        (``cut``), and none after it."""
+        mask = self.tokens.response_mask
+        lengths = mask.sum(1).long()
+        before = lengths.cumsum(0) - lengths  # transitions of the episodes before each one
+        rows = torch.nonzero(before < budget).flatten()
+        kept = (budget - before[rows]).clamp(max=lengths[rows])  # each kept row's transitions
+        steps = torch.arange(mask.size(1), device=mask.device)
+        response_mask = (steps[None, :] < kept[:, None]).to(mask.dtype)
+        tokens = replace(self.tokens.select(rows), response_mask=response_mask)
+        chosen = {
+            f.name: None if getattr(self, f.name) is None else getattr(self, f.name)[rows]
+            for f in fields(self)
+            if f.name not in ("tokens", "texts", "cut")
+        }
+        return replace(
+            self,
+            tokens=tokens,
+            texts=[self.texts[i] for i in rows.tolist()],
+            cut=kept < lengths[rows],
+            **chosen,
         )
 
 
@@ -288,10 +349,7 @@ class RolloutCollector:
     def collect(self, samples: Sequence[Sample], with_values: bool = True) -> Episodes:
         """Responses to ``samples``, their rewards, log-probs, reference log-probs (and values)."""
         model_type = self.policy.model_type
-        chunks: dict[str, list[torch.Tensor]] = {
-            k: [] for k in ("p", "pm", "r", "rm", "lp", "raw", "ref", "v", "am")
-        }
-        texts: list[str] = []
+        parts: list[Episodes] = []
         self.generation_s = 0.0
         for start in range(0, len(samples), self.chunk_size):
             part = samples[start : start + self.chunk_size]
@@ -309,30 +367,23 @@ class RolloutCollector:
                 compiled=self.compiled,
             )
             self.generation_s += time.perf_counter() - started
-            action_mask = gen.action_mask
             logprobs, raw_logprobs, values = self._logprobs_and_values(gen, with_values)
-            ref_logprobs = self._reference_logprobs(gen.tokens, raw_logprobs)
-            for key, tensor in zip(
-                chunks,
-                (
-                    gen.tokens.prompt_ids,
-                    gen.tokens.prompt_mask,
-                    gen.tokens.response_ids,
-                    gen.tokens.response_mask,
-                    logprobs,
-                    raw_logprobs,
-                    ref_logprobs,
-                    values,
-                    action_mask,
-                ),
-                strict=True,
-            ):
-                if tensor is not None:
-                    chunks[key].append(tensor)
-            texts.extend(gen.texts)
+            parts.append(
+                Episodes(
+                    tokens=gen.tokens,
+                    texts=gen.texts,
+                    task_rewards=torch.zeros(len(part), device=self.device),  # scored below, at once
+                    logprobs=logprobs,
+                    raw_logprobs=raw_logprobs,
+                    ref_logprobs=self._reference_logprobs(gen.tokens, raw_logprobs),
+                    values=values,
+                    action_mask=gen.action_mask,
+                )
+            )
+        episodes = Episodes.concat(parts, model_type == "causal", self.tokenizer.pad_token_id)
         scores = self.reward_fn.batch(
             [s.prompt_or_input_text for s in samples],
-            texts,
+            episodes.texts,
             [s.references for s in samples],
             [s.meta_data for s in samples],
         )
@@ -343,24 +394,7 @@ class RolloutCollector:
                 key="reward_fn",
                 fix="make the reward return one finite float per generation",
             )
-        pad_id = self.tokenizer.pad_token_id
-        prompt_pad = pad_left if model_type == "causal" else pad_right
-        tokens = TokenBatch(
-            prompt_ids=prompt_pad(chunks["p"], pad_id),
-            prompt_mask=prompt_pad(chunks["pm"], 0),
-            response_ids=pad_right(chunks["r"], pad_id),
-            response_mask=pad_right(chunks["rm"], 0.0),
-        )
-        return Episodes(
-            tokens=tokens,
-            texts=texts,
-            task_rewards=torch.tensor([float(x) for x in scores], device=self.device),
-            logprobs=pad_right(chunks["lp"], 0.0),
-            raw_logprobs=pad_right(chunks["raw"], 0.0),
-            ref_logprobs=pad_right(chunks["ref"], 0.0),
-            values=pad_right(chunks["v"], 0.0) if chunks["v"] else None,
-            action_mask=pad_right(chunks["am"], False) if chunks["am"] else None,
-        )
+        return replace(episodes, task_rewards=torch.tensor([float(x) for x in scores], device=self.device))
 
     def _logprobs_and_values(
         self, gen: Generated, with_values: bool

@@ -158,6 +158,7 @@ def make_rl_algorithm(
         kl_rate=kl.update_rate if kl else 0.1,
         accelerator=accelerator,
         seed=seed,
+        n_envs=config.env.n_envs,
         **extra,
     )
 

@@ -33,7 +33,7 @@ MicroBatches = list[tuple[Rollout, float]]
 def surrogate(batch: Rollout, logp_all: torch.Tensor) -> torch.Tensor:
     """L = mean(A * pi(a|s) / pi_old(a|s)) over the response tokens, from log pi(.|s) [B, T, V]."""
     logp = logp_all.gather(-1, batch.response_ids.unsqueeze(-1)).squeeze(-1)
-    return masked_mean(batch.advantages * torch.exp(logp - batch.logprobs), batch.response_mask)
+    return masked_mean(batch.advantages * torch.exp(logp - batch.logprobs), batch.loss_mask)
 
 
 def kl_divergence(old_logp_all: torch.Tensor, logp_all: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -103,7 +103,7 @@ class TRPO(OnPolicyAlgorithm):
 
         # Fisher-vector products differentiate twice; fused attention kernels cannot, the math one can.
         with sdpa_kernel(SDPBackend.MATH):
-            return self._update(rollout)
+            return self._update(self.normalized(rollout))  # whitened over the whole rollout
 
     def _update(self, rollout: Rollout) -> dict[str, float]:
         args = self.args
@@ -140,7 +140,7 @@ class TRPO(OnPolicyAlgorithm):
             old = logp_all.detach()
             old_logp_all.append(old)
             value += weight * float(part_surrogate.detach())
-            entropy += weight * float(masked_mean(-(old.exp() * old).sum(-1), part.response_mask))
+            entropy += weight * float(masked_mean(-(old.exp() * old).sum(-1), part.loss_mask))
         gradient, value = self._mean_over_ranks(gradient), self.mean_across_ranks(value)
         return PolicyGradient(gradient, value, old_logp_all, entropy)
 
@@ -148,7 +148,7 @@ class TRPO(OnPolicyAlgorithm):
         """weight * dKL(pi_old || pi_theta)/dtheta at theta_old on ``part``, differentiable again:
         it is zero, but its derivative along v is the Fisher-vector product F v."""
         logp_all = self._log_probs(part)
-        kl = kl_divergence(logp_all.detach(), logp_all, part.response_mask)
+        kl = kl_divergence(logp_all.detach(), logp_all, part.loss_mask)
         return flat_grad(weight * kl, params, create_graph=True)
 
     def _fisher_vector_product(
@@ -174,7 +174,7 @@ class TRPO(OnPolicyAlgorithm):
         for (part, weight), old in zip(parts, old_logp_all, strict=True):
             logp_all = self._log_probs(part)
             totals += weight * torch.stack(
-                [surrogate(part, logp_all), kl_divergence(old, logp_all, part.response_mask)]
+                [surrogate(part, logp_all), kl_divergence(old, logp_all, part.loss_mask)]
             )
         value, kl = self._mean_over_ranks(totals).tolist()
         return value, kl
@@ -199,9 +199,9 @@ class TRPO(OnPolicyAlgorithm):
         """``n_critic_updates`` passes of value-regression steps over shuffled minibatches; returns
         the mean loss."""
         losses = [
-            self._critic_step(rollout.select(index))
+            self._critic_step(minibatch)
             for _ in range(self.args.n_critic_updates)
-            for index in self.minibatches(len(rollout))
+            for minibatch in self.minibatches(rollout)
         ]
         return sum(losses) / len(losses)
 
@@ -213,7 +213,7 @@ class TRPO(OnPolicyAlgorithm):
         loss = 0.0
         for part, weight in self.micro_batches(batch):
             out = self.unwrapped(part, action_mask=part.action_mask, detach_value_trunk=True)
-            part_loss = masked_mean((out.values - part.returns) ** 2, part.response_mask)
+            part_loss = masked_mean((out.values - part.returns) ** 2, part.loss_mask)
             self.accelerator.backward(weight * part_loss)
             loss += weight * float(part_loss.detach())
         self._average_gradients_over_ranks()

@@ -26,7 +26,8 @@ ITERATIONS = 3
 
 
 def tiny_trpo(micro_batch_size: int, model_type: str = "causal", accelerator=None) -> TRPO:
-    """TRPO with 6 episodes an iteration on a tiny GPT-2 or T5, the same weights at every call."""
+    """TRPO with 6 x 6 transitions an iteration (6 or more episodes of at most 6 tokens) on a tiny
+    GPT-2 or T5, the same weights at every call."""
     tokenizer = word_tokenizer()
     lm = {"causal": tiny_causal, "seq2seq": tiny_seq2seq}[model_type](tokenizer, seed=0)
     args = TRPOArgs(
@@ -40,9 +41,8 @@ def tiny_trpo(micro_batch_size: int, model_type: str = "causal", accelerator=Non
     )
     settings = GenerationSettings(8, "left", 6, True, {"do_sample": True})
     policy = ActorCritic(lm, model_type)
-    return TRPO(
-        policy, tokenizer, IncreasingNumbers(min_tokens=6), args, settings, 0.01, accelerator=accelerator
-    )
+    reward = IncreasingNumbers(min_tokens=6)
+    return TRPO(policy, tokenizer, reward, args, settings, 0.01, accelerator=accelerator, n_envs=6)
 
 
 def parameter_digest(trpo: TRPO) -> str:

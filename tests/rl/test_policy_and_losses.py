@@ -148,6 +148,7 @@ def _batch(new_values_old=(0.5, 0.5)):
         values=torch.tensor([list(new_values_old)]),
         advantages=torch.tensor([[1.0, -1.0]]),
         returns=torch.tensor([[1.5, 0.0]]),
+        loss_mask=ones,
     )
 
 
@@ -160,13 +161,13 @@ def test_ppo_loss_on_a_hand_built_batch():
     loss = clipped_policy_loss(new_logprobs, batch.logprobs, batch.advantages, batch.response_mask, 0.1)
     assert float(loss.loss) == pytest.approx(-0.1)
     value_loss = clipped_value_loss(values, batch, clip_range_vf=None)
-    assert float(value_loss) == pytest.approx(0.5 * ((1 - 1.5) ** 2 + 2.0**2) / 2)  # 1.0625
+    assert float(value_loss) == pytest.approx(((1 - 1.5) ** 2 + 2.0**2) / 2)  # 2.125: SB3's MSE, no 1/2
     expected_kl = ((0.2 - math.log(1.2)) + (-0.4 - math.log(0.6))) / 2
     assert float(loss.approx_kl) == pytest.approx(expected_kl)
     assert float(loss.clipfrac) == 1.0
     # value clipping at 0.2 around the old values [0.5, 0.5]: clipped [0.7, 0.7]
     clipped = clipped_value_loss(values, batch, clip_range_vf=0.2)
-    assert float(clipped) == pytest.approx(0.5 * (max(0.25, 0.64) + max(4.0, 0.49)) / 2)  # 1.16
+    assert float(clipped) == pytest.approx((max(0.25, 0.64) + max(4.0, 0.49)) / 2)  # 2.32
 
 
 def test_ppo_loss_gradient_is_zero_where_the_ratio_is_clipped():

@@ -151,9 +151,12 @@ def test_nlpo_kl_penalty_is_zero_while_policy_reference_and_masking_model_are_on
 
 
 def test_minibatch_order_follows_the_runs_seed_not_the_iteration():
+    rollout = hand_made_episodes([0.0] * 4, torch.zeros(4, 4), torch.zeros(4, 4), torch.ones(4, 4))
+    rollout = rollout.to_rollout(torch.zeros(4, 4))
+
     def orders(seed):
         algorithm = _algorithm(PPO, PPOArgs(n_steps=16, batch_size=4), seed=seed)
-        return [[index.tolist() for index in algorithm.minibatches(16)] for _ in range(2)]
+        return [[mb.loss_mask.tolist() for mb in algorithm.minibatches(rollout)] for _ in range(2)]
 
     assert orders(0) == orders(0)
     assert orders(0) != orders(1)
@@ -210,3 +213,79 @@ def test_supervised_steps_the_last_partial_gradient_accumulation_of_each_epoch()
     taken = _count_optimizer_steps(trainer)
     trainer.fit(samples)
     assert taken == [2 * 3]  # 5 batches an epoch: steps after batches 2, 4 and 5, twice
+
+
+def test_a_rollout_holds_n_envs_times_n_steps_transitions_the_crossing_episode_cut():
+    """n_envs 3 x n_steps 5 = 15 transitions of 4-token episodes: three whole episodes and 3 tokens
+    of a fourth; prompts are drawn 3 at a time (6 sampled, as few calls as 4-token episodes allow)."""
+    settings = GenerationSettings(8, "left", 4, False, {"do_sample": True, "top_k": 0})
+    tokenizer = word_tokenizer()
+    algorithm = PPO(
+        ActorCritic(_with_dropout_lm(tokenizer), "causal"),
+        tokenizer,
+        CountReward(),
+        PPOArgs(n_steps=5, batch_size=4),
+        settings,
+        0.1,
+        n_envs=3,
+    )
+    episodes = algorithm.collect(POOL, random.Random(0))
+    assert len(episodes) == 6 and episodes.tokens.response_mask.sum() == 24
+    kept = algorithm.rollout_episodes(episodes)
+    assert kept.tokens.response_mask.sum(1).tolist() == [4, 4, 4, 3]
+    assert kept.cut.tolist() == [False, False, False, True]
+    assert kept.texts == episodes.texts[:4]
+
+
+def test_first_transitions_keep_whole_episodes_then_cut_the_one_that_crosses():
+    mask = torch.tensor([[1.0, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1], [1, 1, 0, 0]])
+    episodes = hand_made_episodes([1.0, 2.0, 3.0, 4.0], torch.zeros(4, 4), torch.zeros(4, 4), mask)
+    kept = episodes.first_transitions(6)
+    assert kept.tokens.response_mask.tolist() == [[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 0, 0]]
+    assert kept.cut.tolist() == [False, False, True]
+    assert kept.task_rewards.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_cut_episode_has_no_task_reward_and_bootstraps_from_the_value_at_the_cut():
+    """gamma = lambda = 1, no KL: an ended episode's advantage at t is R - V_t; a cut one's is
+    V_cut - V_t (its reward never arrives within the rollout)."""
+    args = PPOArgs(n_steps=2, batch_size=2, gamma=1.0, gae_lambda=1.0)
+    algorithm = _algorithm(PPO, args, kl_coeff=0.0)
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    episodes = hand_made_episodes([5.0, 7.0], torch.zeros(2, 3), torch.zeros(2, 3), mask)
+    values = torch.tensor([[1.0, 2.0, 0.0], [1.0, 2.0, 3.0]])
+    episodes = dataclasses.replace(episodes, values=values).first_transitions(4)  # cut row 1 at 2
+    rollout = algorithm.credit(episodes)
+    assert rollout.advantages.tolist() == [[4.0, 3.0, 0.0], [2.0, 1.0, 0.0]]
+    assert rollout.returns.tolist() == [[5.0, 5.0, 0.0], [3.0, 3.0, 0.0]]
+
+
+def test_minibatches_hold_batch_size_transitions_drawn_across_the_rollout():
+    algorithm = _algorithm(PPO, PPOArgs(n_steps=15, batch_size=4))
+    mask = torch.tensor([[1.0, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
+    rollout = hand_made_episodes([0.0] * 4, torch.zeros(4, 5), torch.zeros(4, 5), mask).to_rollout(
+        torch.zeros(4, 5)
+    )
+    rollout = dataclasses.replace(rollout, response_ids=torch.arange(4)[:, None].expand(4, 5))  # row ids
+    batches = algorithm.minibatches(rollout)
+    assert [int(b.loss_mask.sum()) for b in batches] == [4, 4, 4, 3]
+    covered = torch.zeros(4, 5)
+    for batch in batches:  # whole rows of the rollout (context), trained on some of their tokens
+        assert torch.equal(batch.response_mask, mask[batch.response_ids[:, 0]])
+        covered[batch.response_ids[:, 0]] += batch.loss_mask
+    assert torch.equal(covered, mask)  # every transition once per epoch
+    rows_per_batch = [len(b) for b in batches]
+    assert max(rows_per_batch) > 1  # transitions are shuffled across episodes, not episode by episode
+
+
+def test_advantages_are_whitened_per_minibatch_over_its_transitions():
+    algorithm = _algorithm(PPO, PPOArgs(n_steps=4, batch_size=2))
+    mask = torch.tensor([[1.0, 1.0], [1.0, 1.0]])
+    rollout = hand_made_episodes([0.0, 0.0], torch.zeros(2, 2), torch.zeros(2, 2), mask).to_rollout(
+        torch.tensor([[1.0, 3.0], [10.0, 30.0]])
+    )
+    minibatch = rollout.transitions(torch.tensor([0, 1]), torch.tensor([0, 1]))  # A = 1 and 30
+    whitened = algorithm.normalized(minibatch)
+    chosen = whitened.advantages[whitened.loss_mask.bool()]
+    assert chosen.tolist() == pytest.approx([-1.0, 1.0], abs=1e-4)
+    assert (whitened.advantages[~whitened.loss_mask.bool()] == 0).all()
