@@ -253,7 +253,7 @@ def pause_between_writes(pid: int, store_path) -> None:
     deadline = time.time() + 120
     while time.time() < deadline:
         os.kill(pid, signal.SIGSTOP)
-        while proc_state(pid) != "T":
+        while proc_state(pid) != "T" and time.time() < deadline:
             time.sleep(0.01)
         if not write_locked(store_path):
             return
@@ -273,6 +273,7 @@ def test_a_run_a_live_grid_holds_is_left_to_it_and_reported(tmp_path):
         time.sleep(0.1)
         if count_now(store, "select count(*) from runs where status = 'running'"):
             break
+    assert first.poll() is None, "the grid ended before its run was running"
     pause_between_writes(first.pid, store)  # alive, and holding its run, whatever the machine's load
     try:
         second = subprocess.run(command, capture_output=True, text=True, check=False)
