@@ -8,12 +8,14 @@ Iterations: ``BEFORE_TRAINING`` (-1) is the evaluation of the initial model, 0..
 iterations, and the evaluation after training is logged at iteration n (the iterations completed),
 so a run's final score on a split is its value at the largest iteration.
 
-Runs: ``start_run`` registers a run as 'queued' (a grid registers all its runs up front);
-``mark_executing`` makes it 'running' when a worker takes it up; ``finish_run``/``fail_run`` end
-it. ``start_run`` on a key already stored queues a 'queued', 'running' (its process died) or
-'failed' run again for a resume (its rows, provenance and checkpoint are kept), returns a finished
-one unchanged (the caller skips it), and with ``force=True`` deletes the run's metrics and
-generations and starts it afresh.
+Runs: ``start_run`` registers a run as 'queued' (a grid registers all its runs up front) and
+claims it for the calling process (see ``grue_bench.claims``); ``mark_executing`` makes it
+'running' when a worker takes it up; ``finish_run``/``fail_run`` end it and release the claim.
+``start_run`` on a key already stored returns a run another live process holds unchanged (the
+caller leaves it to that process, even with ``force=True``), queues a 'queued', 'running' (its
+process died) or 'failed' run again for a resume (its rows, provenance and checkpoint are kept),
+returns a finished one unchanged (the caller skips it), and with ``force=True`` deletes the run's
+metrics and generations and starts it afresh.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from sqlite_utils import Database
 
+from grue_bench.claims import NO_OWNER, OWNER_COLUMNS, Owner
 from grue_bench.errors import GrueError
 
 if TYPE_CHECKING:
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BEFORE_TRAINING = -1
 """The iteration at which the initial model is evaluated."""
 SPLITS = ("train", "validation", "test", "rollout")
@@ -75,8 +78,9 @@ SCHEMA = [
         error TEXT,
         output_dir TEXT,
         last_checkpoint_iteration INTEGER,
-        submission TEXT
-    )""",
+        submission TEXT,
+        {owner_columns}
+    )""".format(owner_columns=", ".join(f"{name} {kind}" for name, kind in OWNER_COLUMNS.items())),
     "CREATE INDEX runs_task_alg ON runs (task, alg, seed)",
     "CREATE INDEX runs_status ON runs (status)",
     # Scalars per iteration; the primary key order serves curves (run, split, name by iteration).
@@ -186,7 +190,17 @@ def _admit_queued_status(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATIONS: dict[int, Callable[[Database], None]] = {1: _admit_queued_status}
+def _add_run_owner(db: Database) -> None:
+    """Schema 2 -> 3: ``runs`` records the process holding a run and its heartbeat (no process
+    holds the runs already stored: the next grid takes them)."""
+    present = set(OWNER_COLUMNS) & set(db["runs"].columns_dict)
+    if present:
+        raise ValueError(f"its runs table already has {', '.join(sorted(present))} (not schema version 2's)")
+    for name, kind in OWNER_COLUMNS.items():
+        db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+
+
+MIGRATIONS: dict[int, Callable[[Database], None]] = {1: _admit_queued_status, 2: _add_run_owner}
 """Migration from schema version N to N+1, keyed by N; applied in one transaction on open."""
 
 _METRIC_PK = ("run_id", "split", "name", "iteration")
@@ -227,11 +241,20 @@ class RunRecord:
     output_dir: str | None
     last_checkpoint_iteration: int | None
     submission: dict[str, Any] | None
+    owner_host: str | None
+    owner_pid: int | None
+    owner_started: str | None
+    heartbeat_at: str | None
 
     @property
     def done(self) -> bool:
         """Whether the run's results are complete (re-running skips it)."""
         return self.status in DONE
+
+    @property
+    def owner(self) -> Owner | None:
+        """The process holding the run (its grid queued or is executing it), or None."""
+        return Owner.from_row(vars(self))
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunRecord:
@@ -331,8 +354,8 @@ class Store:
         submission: dict[str, Any] | None = None,
         force: bool = False,
     ) -> RunRecord:
-        """Insert a 'queued' run; one with the same key is queued again for a resume, or
-        returned as is if done."""
+        """Insert a 'queued' run held by this process; one with the same key is queued again for
+        a resume (and claimed), or returned as is if done or held by another live process."""
         key = run_key(task, alg, seed, config_hash)
         environment = environment_info()
         row = {
@@ -357,15 +380,25 @@ class Store:
             "last_checkpoint_iteration": None,
             "submission": None if submission is None else json.dumps(submission, sort_keys=True),
         }
-        with self.transaction():
+        with self.transaction():  # the check and the claim in one: of two racing processes, one wins
             existing = self._run_row("key", key)
+            holder = None if existing is None else _live_holder(existing)
+            claim = {**Owner.current().as_row(), "heartbeat_at": _now()}
             if existing is None:
-                self.db["runs"].insert(row)
+                self.db["runs"].insert({**row, **claim})
                 log.info("run %s started: %s %s seed %d", key[:10], task, alg, seed)
+            elif holder is not None:
+                log.info(
+                    "run %s is %s in another process (%s): left to it",
+                    key[:10],
+                    existing["status"],
+                    holder.describe(),
+                )
+                return RunRecord.from_row(existing)
             elif force:
                 self.db["metrics"].delete_where("run_id = ?", [existing["id"]])
                 self.db["generations"].delete_where("run_id = ?", [existing["id"]])
-                self.db["runs"].update(existing["id"], row)
+                self.db["runs"].update(existing["id"], {**row, **claim})
                 log.info("run %s restarted (force): earlier rows deleted", key[:10])
             elif existing["status"] in DONE:
                 log.info("run %s is %s: skipped", key[:10], existing["status"])
@@ -373,7 +406,8 @@ class Store:
             else:
                 # Resume: keep the provenance and the checkpoint; started_at is reset when it executes.
                 resumed = {"status": "queued", "error": None, "finished_at": None, "duration_s": None}
-                self.db["runs"].update(existing["id"], resumed)
+                self.db["runs"].update(existing["id"], {**resumed, **claim})
+                _log_takeover(existing)
                 log.info(
                     "run %s resumed (was %s, checkpoint %s)",
                     key[:10],
@@ -405,6 +439,22 @@ class Store:
         from here, not from the time its grid queued it (it may wait behind others)."""
         with self.transaction():
             self.db["runs"].update(run_id, {"status": "running", "started_at": _now()})
+
+    def heartbeat(self) -> int:
+        """Refresh the heartbeat of the runs this process holds, which keeps them from a grid on
+        another host (it cannot see this process); returns how many there are."""
+        where, params = _held_here()
+        with self.transaction():
+            beat = self.db.execute(f"UPDATE runs SET heartbeat_at = ? WHERE {where}", [_now(), *params])
+        return beat.rowcount
+
+    def release_runs(self) -> None:
+        """Let go of the runs this process still holds (its grid stops before they end, e.g. on
+        an error), so the next grid takes them over even while this process lives on."""
+        where, params = _held_here()
+        assignments = ", ".join(f"{name} = NULL" for name in NO_OWNER)
+        with self.transaction():
+            self.db.execute(f"UPDATE runs SET {assignments} WHERE {where}", params)
 
     def set_checkpoint(self, run_id: int, iteration: int) -> None:
         """Record the last iteration whose checkpoint is saved (where a resume starts)."""
@@ -559,7 +609,13 @@ class Store:
     def _set_status(self, row: Mapping[str, Any], status: str, error: str | None = None) -> None:
         finished = datetime.now(timezone.utc)
         duration = (finished - datetime.fromisoformat(row["started_at"])).total_seconds()
-        changes = {"status": status, "error": error, "finished_at": _now(finished), "duration_s": duration}
+        changes = {
+            "status": status,
+            "error": error,
+            "finished_at": _now(finished),
+            "duration_s": duration,
+            **NO_OWNER,  # an ended run is no process's: a later start may take it up
+        }
         self.db["runs"].update(row["id"], changes)
 
     def _write_metrics(self, run_id: int, iteration: int, split: str, values: Mapping[str, float]) -> None:
@@ -727,6 +783,27 @@ class HumanRating(TypedDict):
     axis: str
     rating: float
     batch_id: str
+
+
+def _live_holder(row: Mapping[str, Any]) -> Owner | None:
+    """The other process holding this run, if it is alive: the run is that process's to execute."""
+    owner = Owner.from_row(row)
+    if owner is None or owner == Owner.current():
+        return None
+    return owner if owner.is_alive(row["heartbeat_at"], datetime.now(timezone.utc)) else None
+
+
+def _log_takeover(row: Mapping[str, Any]) -> None:
+    """Say so when a run is taken from a process that died holding it."""
+    owner = Owner.from_row(row)
+    if owner is not None and owner != Owner.current():
+        log.warning("run %s: %s held it and is gone; taking it over", row["key"][:10], owner.describe())
+
+
+def _held_here() -> tuple[str, list[Any]]:
+    """A WHERE clause (and its parameters) for the runs this process holds."""
+    owner = Owner.current().as_row()
+    return " AND ".join(f"{name} IS ?" for name in owner), list(owner.values())
 
 
 def _check_split(split: str) -> None:

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import os
 import sqlite3
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from grue_bench import store as store_module
+from grue_bench.claims import OWNER_COLUMNS, Owner
 from grue_bench.errors import GrueError
-from grue_bench.store import BEFORE_TRAINING, Store, environment_info, format_runs, git_commit, run_key
+from grue_bench.runner.executor import keep_alive
+from grue_bench.store import (
+    BEFORE_TRAINING,
+    SCHEMA_VERSION,
+    Store,
+    environment_info,
+    format_runs,
+    git_commit,
+    run_key,
+)
 
 
 def start(store: Store, *, seed: int = 0, alg: str = "ppo", task: str = "imdb", **kwargs):
@@ -53,7 +69,7 @@ def test_create_and_reopen(tmp_path: Path):
         assert again.output_dir == str(tmp_path / "out")
         assert {"python", "platform", "grue_bench"} <= set(again.versions)
         assert second.curves(run.id, "train") == {"loss": [(0, 1.5)]}
-        assert second.db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert second.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
         assert second.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert second.db.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
         assert second.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -72,7 +88,7 @@ def test_newer_schema_version_is_refused(tmp_path: Path):
     with pytest.raises(GrueError) as caught:
         Store(path)
     message = str(caught.value)
-    assert str(path) in message and "7" in message and "(2)" in message
+    assert str(path) in message and "7" in message and f"({SCHEMA_VERSION})" in message
     assert "upgrade" in message
 
 
@@ -88,12 +104,12 @@ def test_older_schema_version_without_migration_is_refused(tmp_path: Path):
 def test_older_schema_version_is_migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "grue.db"
     Store(path).close()
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     monkeypatch.setattr(
-        store_module, "MIGRATIONS", {2: lambda db: db.execute("ALTER TABLE runs ADD note TEXT")}
+        store_module, "MIGRATIONS", {SCHEMA_VERSION: lambda db: db.execute("ALTER TABLE runs ADD note TEXT")}
     )
     with Store(path) as migrated:
-        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION + 1,)]
         assert "note" in migrated.db["runs"].columns_dict
 
 
@@ -101,30 +117,62 @@ V2_CHECK = "CHECK (status IN ('queued', 'running', 'finished', 'failed', 'submit
 V1_CHECK = "CHECK (status IN ('running', 'finished', 'failed', 'submitted'))"
 
 
-def test_a_schema_1_store_gains_the_queued_status_and_keeps_its_rows(tmp_path: Path):
-    path = tmp_path / "v1.db"
-    with sqlite3.connect(path) as conn:  # a store as schema version 1 wrote it, with one run
+START_KEY = run_key("imdb", "ppo", 0, "abc123")
+"""The key of the run ``start`` registers."""
+
+
+def old_store(path: Path, version: int) -> None:
+    """A store as schema version 1 or 2 wrote it, with one run left 'running' and its metric."""
+    with sqlite3.connect(path) as conn:
         for statement in store_module.SCHEMA:
-            conn.execute(statement.replace(V2_CHECK, V1_CHECK))
-        conn.execute("INSERT INTO schema_version VALUES (1)")
+            conn.execute(statement if version > 1 else statement.replace(V2_CHECK, V1_CHECK))
+        for column in OWNER_COLUMNS:  # added by version 3
+            conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        conn.execute("INSERT INTO schema_version VALUES (?)", [version])
         conn.execute(
             "INSERT INTO runs (key, task, alg, seed, profile, config, config_hash, status, source, "
-            "versions, started_at) VALUES ('k1', 'imdb', 'ppo', 0, 'tiny', '{}', 'abc', 'running', "
-            "'run', '{}', '2026-11-22')"
+            "versions, started_at) VALUES (?, 'imdb', 'ppo', 0, 'tiny', '{}', 'abc123', 'running', "
+            "'run', '{}', '2026-11-22')",
+            [START_KEY],
         )
         conn.execute("INSERT INTO metrics VALUES (1, 'train', 'loss', 0, 1.0)")
     conn.close()
 
+
+def test_a_schema_1_store_gains_the_queued_status_and_keeps_its_rows(tmp_path: Path):
+    path = tmp_path / "v1.db"
+    old_store(path, 1)
     with Store(path) as migrated:
-        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
-        assert migrated.get_run("k1").status == "running"
+        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+        assert migrated.get_run(START_KEY).status == "running"
         assert migrated.curves(1, "train") == {"loss": [(0, 1.0)]}  # not cascaded away
         assert start(migrated).status == "queued"
         assert {"runs_status", "runs_task_alg"} <= {index.name for index in migrated.db["runs"].indexes}
         with pytest.raises(sqlite3.IntegrityError):  # foreign keys are enforced again
             migrated.db.execute("INSERT INTO metrics VALUES (99, 'train', 'loss', 0, 1.0)")
     with Store(path) as reopened:  # and the migrated file opens as it is
-        assert len(reopened.runs()) == 2
+        assert len(reopened.runs()) == 1
+
+
+def test_a_schema_2_store_gains_run_owners_and_its_running_run_is_taken_up(tmp_path: Path):
+    path = tmp_path / "v2.db"
+    old_store(path, 2)
+    with Store(path) as migrated:
+        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+        left = migrated.get_run(START_KEY)
+        assert left.status == "running" and left.owner is None and left.heartbeat_at is None
+        assert migrated.curves(1, "train") == {"loss": [(0, 1.0)]}
+        assert {"runs_status", "runs_task_alg"} <= {index.name for index in migrated.db["runs"].indexes}
+        taken = start(migrated)  # no process holds a run from before: the next grid takes it
+        assert taken.id == 1 and taken.status == "queued" and taken.owner == Owner.current()
+
+
+def test_a_runs_table_that_already_has_owners_is_not_migrated_blindly(tmp_path: Path):
+    path = tmp_path / "odd.db"
+    Store(path).close()
+    set_schema_version(path, 2)  # claims version 2, but its runs table is already version 3's
+    with pytest.raises(GrueError, match=r"cannot be migrated from schema version 2 to 3.*owner_pid"):
+        Store(path)
 
 
 def test_a_runs_table_unlike_schema_1s_is_not_migrated_blindly(tmp_path: Path):
@@ -393,6 +441,137 @@ def test_two_processes_write_one_store_concurrently(tmp_path: Path):
         assert store.db.execute("SELECT count(*) FROM metrics").fetchone()[0] == 2 * ROWS_PER_WRITER
         for run in runs:
             assert store.curves(run.id, "train")["loss"][-1] == (ROWS_PER_WRITER - 1, ROWS_PER_WRITER - 1.0)
+
+
+# --- claims: the process holding a run --------------------------------------------------------
+
+
+def hold(store: Store, run_id: int, owner: Owner, heartbeat_age_s: float = 0.0) -> None:
+    """Record ``owner`` as holding the run, with a heartbeat ``heartbeat_age_s`` old."""
+    beat = datetime.now(timezone.utc) - timedelta(seconds=heartbeat_age_s)
+    store.db["runs"].update(run_id, {**owner.as_row(), "heartbeat_at": beat.isoformat()})
+
+
+def ended_process() -> Owner:
+    """A process of this host that has exited."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        return Owner.of(process.pid)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def reused_pid() -> Owner:
+    """A process recorded with the pid of a live one, which started at another time."""
+    live = Owner.of(os.getppid())
+    return Owner(live.host, live.pid, str(int(live.started) + 1))
+
+
+ELSEWHERE = "another-host.invalid"
+LIVE_HOLDERS = {
+    "a live process of this host": lambda: (Owner.of(os.getppid()), 0.0),
+    "a process of another host with a fresh heartbeat": lambda: (Owner(ELSEWHERE, 4242, "7"), 60.0),
+}
+GONE_HOLDERS = {
+    "an ended process": lambda: (ended_process(), 0.0),
+    "a pid now another process's": lambda: (reused_pid(), 0.0),
+    "a process of another host whose heartbeat is stale": lambda: (Owner(ELSEWHERE, 4242, "7"), 3600.0),
+}
+
+
+def test_a_run_is_held_by_the_process_that_started_it_until_it_ends(store: Store):
+    finished, failed = start(store, seed=0), start(store, seed=1)
+    assert finished.owner == failed.owner == Owner.current() and finished.heartbeat_at
+    store.mark_executing(finished.id)
+    assert store.get_run(finished.key).owner == Owner.current()
+    store.finish_run(finished.id)
+    store.fail_run(failed.id, "boom")
+    for run in (finished, failed):
+        ended = store.get_run(run.key)
+        assert ended.owner is None and ended.heartbeat_at is None
+    assert start(store, seed=1).owner == Owner.current()  # a failed run is taken up again
+
+
+@pytest.mark.parametrize("holder", LIVE_HOLDERS.values(), ids=LIVE_HOLDERS)
+def test_a_run_another_live_process_holds_is_left_to_it(store: Store, holder, caplog):
+    run = start(store)
+    store.mark_executing(run.id)
+    store.log_metrics(run.id, 0, "train", {"loss": 1.0})
+    owner, heartbeat_age_s = holder()
+    hold(store, run.id, owner, heartbeat_age_s)
+    for force in (False, True):
+        with caplog.at_level(logging.INFO, logger="grue_bench.store"):
+            again = start(store, force=force)
+        assert again.status == "running" and again.owner == owner
+        assert f"in another process ({owner.describe()}): left to it" in caplog.text
+    assert count(store, "metrics", run.id) == 1  # not even --force wipes a run another process executes
+
+
+@pytest.mark.parametrize("holder", GONE_HOLDERS.values(), ids=GONE_HOLDERS)
+def test_a_run_whose_holder_is_gone_is_taken_over_with_its_rows(store: Store, holder, caplog):
+    run = start(store)
+    store.mark_executing(run.id)
+    store.set_checkpoint(run.id, 2)
+    owner, heartbeat_age_s = holder()
+    hold(store, run.id, owner, heartbeat_age_s)
+    with caplog.at_level(logging.WARNING, logger="grue_bench.store"):
+        taken = start(store)
+    assert taken.status == "queued" and taken.owner == Owner.current()
+    assert taken.last_checkpoint_iteration == 2  # it resumes from its checkpoint
+    assert f"{owner.describe()} held it and is gone; taking it over" in caplog.text
+
+
+def test_heartbeat_and_release_touch_only_the_runs_this_process_holds(store: Store):
+    mine, theirs = start(store, seed=0), start(store, seed=1)
+    hold(store, mine.id, Owner.current(), heartbeat_age_s=60)
+    hold(store, theirs.id, Owner.of(os.getppid()), heartbeat_age_s=60)
+    before = {run.key: store.get_run(run.key).heartbeat_at for run in (mine, theirs)}
+    assert store.heartbeat() == 1
+    assert store.get_run(mine.key).heartbeat_at > before[mine.key]
+    assert store.get_run(theirs.key).heartbeat_at == before[theirs.key]
+    store.release_runs()
+    assert store.get_run(mine.key).owner is None and store.get_run(mine.key).status == "queued"
+    assert store.get_run(theirs.key).owner == Owner.of(os.getppid())
+
+
+def test_a_grid_refreshes_the_heartbeat_of_the_runs_it_holds(store: Store):
+    run = start(store)
+    with keep_alive(store.path, every=0.05):
+        deadline = time.time() + 120
+        while store.get_run(run.key).heartbeat_at == run.heartbeat_at and time.time() < deadline:
+            time.sleep(0.05)
+    assert store.get_run(run.key).heartbeat_at > run.heartbeat_at
+
+
+RACERS = 4
+
+
+def claim_at_once(path: str, barrier, results) -> None:
+    """In a child process: claim the run at the same moment as the others, and stay alive until
+    every racer has tried (a winner that had exited would rightly be taken over)."""
+    with Store(path) as store:
+        barrier.wait(timeout=120)
+        results.put((os.getpid(), start(store).owner == Owner.current()))
+        barrier.wait(timeout=120)
+
+
+def test_of_processes_racing_to_claim_a_run_exactly_one_wins(tmp_path: Path):
+    path = str(tmp_path / "shared.db")
+    Store(path).close()
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(RACERS), context.Queue()
+    racers = [context.Process(target=claim_at_once, args=(path, barrier, results)) for _ in range(RACERS)]
+    for racer in racers:
+        racer.start()
+    claims = dict(results.get(timeout=180) for _ in racers)
+    for racer in racers:
+        racer.join(timeout=60)
+    assert [racer.exitcode for racer in racers] == [0] * RACERS
+    winners = [pid for pid, won in claims.items() if won]
+    assert len(winners) == 1
+    with Store(path) as store:
+        assert store.get_run(START_KEY).owner_pid == winners[0]
 
 
 # --- provenance and formatting ----------------------------------------------------------------

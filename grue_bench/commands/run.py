@@ -2,6 +2,8 @@
 
 With only --task, --alg and --seeds it runs on the embedded offline default (the tiny profile).
 Finished runs are skipped, unfinished ones resume from their last checkpoint (--force re-runs).
+A run another live `grue run` holds (same store and key) is left to it and listed; the exit status
+is 1 if a run failed, else 3 if runs were left to other processes, else 0.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_STORE = "grue_results.sqlite"
 DEFAULT_OUTPUT = "grue_runs"
+LEFT_TO_OTHERS = 3
+"""The exit status when no run failed but some were left to other live processes: their results
+are not in the store yet (0 says every run of the grid is done)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,9 +75,13 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     print(
         f"{len(specs)} run(s): {len(report.finished)} finished, {len(report.skipped)} already done, "
-        f"{len(report.failed)} failed, in {elapsed:.1f} s"
+        f"{len(report.failed)} failed, {len(report.elsewhere)} running in other processes, in {elapsed:.1f} s"
     )
     print(f"store: {args.store}   artifacts: {args.output_dir}")
     for label, error in report.failed.items():
         print(f"FAILED {label}: {error.splitlines()[0] if error else ''}")
-    return 1 if report.failed else 0
+    for label, holder in report.elsewhere.items():
+        print(f"RUNNING ELSEWHERE {label}: in {holder}, which writes its results to this store")
+    if report.failed:
+        return 1
+    return LEFT_TO_OTHERS if report.elsewhere else 0

@@ -2,7 +2,8 @@
 
 This process is the store's one writer. Workers send what their runs record as messages; a
 run's final results and its 'finished' status are written in one transaction. A failing run is
-recorded as failed with its error and the grid goes on.
+recorded as failed with its error and the grid goes on. The grid holds its runs in the store while
+it lives (``grue_bench.claims``): a run another live grid holds is left to it and reported.
 """
 
 from __future__ import annotations
@@ -12,17 +13,21 @@ import multiprocessing
 import os
 import queue as queue_module
 import signal
+import sqlite3
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from grue_bench.claims import HEARTBEAT_S, Owner
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.recorder import MessageRecorder, StoreRecorder, apply_message
 from grue_bench.runner.run import RunOutcome, execute
@@ -38,6 +43,8 @@ class GridReport:
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
+    elsewhere: dict[str, str] = field(default_factory=dict)
+    """Runs left to another live process that holds them: label -> that process (pid and host)."""
 
 
 def _error_text(exc: BaseException) -> str:
@@ -109,7 +116,8 @@ class GridExecutor:
         self.run_ids: dict[str, int] = {}
 
     def _start(self, spec: RunSpec) -> bool:
-        """Register the run; False when it is already finished (skipped)."""
+        """Register and claim the run; False when it is already done (skipped) or another live
+        process holds it (left to that process)."""
         from grue_bench import plugins
 
         record = self.store.start_run(
@@ -124,8 +132,12 @@ class GridExecutor:
             output_dir=str(self.output_root),
             force=self.force,
         )
-        if record.status == "finished":
+        if record.done:
             self.report.skipped.append(spec.label)
+            return False
+        holder = record.owner
+        if holder is not None and holder != Owner.current():
+            self.report.elsewhere[spec.label] = holder.describe()
             return False
         self.run_ids[spec.label] = record.id
         return True
@@ -150,9 +162,24 @@ class GridExecutor:
     def run(
         self, specs: Sequence[RunSpec], jobs: int = 1, executor: str = "local", ray_address: str | None = None
     ) -> GridReport:
+        """Execute the runs not done and not held by another live process; the runs this grid
+        holds are kept alive by a heartbeat while it lives, and let go if it stops early."""
+        with keep_alive(self.store.path):
+            try:
+                return self._run(specs, jobs, executor, ray_address)
+            finally:
+                self.store.release_runs()
+
+    def _run(self, specs: Sequence[RunSpec], jobs: int, executor: str, ray_address: str | None) -> GridReport:
         todo = [spec for spec in specs if self._start(spec)]
         if self.report.skipped:
             log.info("skipping %d finished run(s); use --force to run them again", len(self.report.skipped))
+        if self.report.elsewhere:
+            log.warning(
+                "leaving %d run(s) to the other live processes executing them: %s",
+                len(self.report.elsewhere),
+                ", ".join(f"{label} ({holder})" for label, holder in self.report.elsewhere.items()),
+            )
         if not todo:
             return self.report
         if executor == "ray":
@@ -282,6 +309,38 @@ class GridExecutor:
                     self._apply(message)
                 self._record(label, outcome, error)
                 bar.update(1)
+
+
+@contextmanager
+def keep_alive(store_path: Path, every: float = HEARTBEAT_S) -> Iterator[None]:
+    """While the block runs, a thread refreshes the heartbeat of the runs this process holds, so a
+    grid on another host does not take them over; a thread, because a run executing here may not
+    come back to the grid's loop for longer than the lease."""
+    stop = threading.Event()
+    beating = threading.Thread(
+        target=_beat, args=(store_path, every, stop), name="grue-heartbeat", daemon=True
+    )
+    beating.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beating.join()
+
+
+def _beat(store_path: Path, every: float, stop: threading.Event) -> None:
+    """The heartbeat loop, on its own connection (a SQLite connection belongs to its thread); a
+    beat that fails (the store locked for long) is logged, the next one may succeed."""
+    from grue_bench.store import Store
+
+    with Store(store_path) as store:
+        while not stop.wait(every):
+            try:
+                store.heartbeat()
+            except sqlite3.Error as error:
+                log.warning(
+                    "could not refresh the heartbeat of this grid's runs in %s: %s", store_path, error
+                )
 
 
 def asset_groups(specs: Sequence[RunSpec]) -> list[RunSpec]:

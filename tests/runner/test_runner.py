@@ -1,5 +1,6 @@
 """The runner end to end on the synthetic task: store rows, resume after SIGKILL, concurrent
-writers, failure isolation, and Ray giving the same rows as local processes."""
+writers, a run shared by two grids executed once, failure isolation, and Ray giving the same rows
+as local processes."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -109,8 +111,12 @@ def test_sigkill_mid_grid_then_rerun_gives_exactly_one_finished_run_each(tmp_pat
     assert rows(store, "select count(*) from runs where status='finished'")[0][0] < 2
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
+    assert f"pid {process.pid} on host" in result.stderr and "taking it over" in result.stderr
     assert "resuming after iteration" in result.stderr
-    assert rows(store, "select seed, status from runs order by seed") == [(0, "finished"), (1, "finished")]
+    assert rows(store, "select seed, status, owner_pid from runs order by seed") == [
+        (0, "finished", None),
+        (1, "finished", None),
+    ]
     counts = rows(
         store,
         "select run_id, count(*) from metrics where split='rollout' and name='rollout/reward' "
@@ -184,6 +190,103 @@ def test_two_processes_on_one_store_both_finish(tmp_path):
     assert rows(store, "select seed, status from runs order by seed") == [(0, "finished"), (1, "finished")]
     assert rows(store, "select count(*) from metrics where split='rollout' and name='rollout/reward'") == [
         (8,)
+    ]
+
+
+def left_to(pid: int) -> str:
+    """How ``grue run`` lists the run it left to the grid in process ``pid``."""
+    return f"RUNNING ELSEWHERE increasing_numbers/ppo/seed0: in pid {pid} on host"
+
+
+def test_two_grids_started_at_once_execute_their_shared_run_once(tmp_path):
+    n_iters = 12
+    command = grue_run(
+        tmp_path, f"--set=train_evaluation.n_iters={n_iters}", "--set=train_evaluation.eval_every=4"
+    )
+    logs = [tmp_path / "first.txt", tmp_path / "second.txt"]
+    grids = []
+    for log in logs:  # stderr to files: a full pipe would stall a grid while we wait for the other
+        with log.open("w") as stderr:
+            grids.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True))
+    outs = [grid.communicate(timeout=600)[0] for grid in grids]
+    errs = [log.read_text() for log in logs]
+    store = tmp_path / "s.sqlite"
+    ((key, status, owner),) = rows(store, "select key, status, owner_pid from runs")
+    assert (status, owner) == ("finished", None)
+    executed = [f"run {key[:10]} finished" in err for err in errs]
+    assert executed.count(True) == 1, errs
+    winner, loser = (0, 1) if executed[0] else (1, 0)
+    assert grids[winner].returncode == 0, errs[winner][-3000:]
+    if grids[loser].returncode == 3:  # it registered while the winner held the run
+        assert left_to(grids[winner].pid) in outs[loser]
+    else:  # or after the winner had finished it
+        assert grids[loser].returncode == 0 and "1 already done" in outs[loser], errs[loser][-3000:]
+    run_dir = next((tmp_path / "runs" / "increasing_numbers" / "ppo").iterdir())
+    rollouts = (run_dir / "rollout_info.jsonl").read_text().splitlines()
+    assert [json.loads(line)["iteration"] for line in rollouts] == list(range(1, n_iters + 1))
+    assert rows(store, "select count(*) from metrics where split='rollout' and name='rollout/reward'") == [
+        (n_iters,)
+    ]
+
+
+def proc_state(pid: int) -> str:
+    """The state letter of a process ('T' once stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def write_locked(store_path) -> bool:
+    """Whether some process holds the store's write lock now."""
+    db = sqlite3.connect(store_path, timeout=0, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError:
+        return True
+    finally:
+        db.close()
+
+
+def pause_between_writes(pid: int, store_path) -> None:
+    """SIGSTOP a grid at a moment it holds no write lock on the store: stopped inside a write, it
+    would lock every other process out of the store."""
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        os.kill(pid, signal.SIGSTOP)
+        while proc_state(pid) != "T" and time.time() < deadline:
+            time.sleep(0.01)
+        if not write_locked(store_path):
+            return
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} held the store's write lock every time it was stopped")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process state from /proc")
+def test_a_run_a_live_grid_holds_is_left_to_it_and_reported(tmp_path):
+    command = grue_run(tmp_path, "--jobs=1", "--set=train_evaluation.n_iters=16")
+    store = tmp_path / "s.sqlite"
+    with (tmp_path / "first.txt").open("w") as stderr:
+        first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+    deadline = time.time() + 300
+    while first.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+        if count_now(store, "select count(*) from runs where status = 'running'"):
+            break
+    assert first.poll() is None, "the grid ended before its run was running"
+    pause_between_writes(first.pid, store)  # alive, and holding its run, whatever the machine's load
+    try:
+        second = subprocess.run(command, capture_output=True, text=True, check=False)
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert second.returncode == 3, second.stderr[-3000:]
+    assert "0 finished, 0 already done, 0 failed, 1 running in other processes" in second.stdout
+    assert left_to(first.pid) in second.stdout
+    assert "left to it" in second.stderr
+    assert first.wait(timeout=600) == 0, (tmp_path / "first.txt").read_text()[-3000:]
+    assert rows(store, "select status, owner_pid from runs") == [("finished", None)]
+    assert rows(store, "select count(*) from metrics where split='rollout' and name='rollout/reward'") == [
+        (16,)
     ]
 
 
