@@ -48,9 +48,10 @@ class AlgArgs(Strict):
     masked_sampling: ClassVar[bool] = False
 
     n_steps: PositiveInt = 512
-    """Episodes collected per iteration (per env, as in RL4LMs: iteration = n_steps x n_envs)."""
+    """Token transitions per env in a rollout: a rollout holds ``env.n_envs x n_steps`` (RL4LMs's
+    meaning); GRPO and RLOO count episodes instead."""
     batch_size: PositiveInt = 64
-    """Minibatch size of the update."""
+    """Transitions per minibatch of the update, drawn across the rollout (GRPO, RLOO: episodes)."""
     micro_batch_size: PositiveInt = 16
     """Rows per forward/backward pass: a minibatch's gradient is accumulated over micro-batches,
     which bounds memory and keeps large batches cache-friendly without changing the update."""
