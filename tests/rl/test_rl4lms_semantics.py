@@ -22,7 +22,7 @@ from grue_bench.rl.rollout import GenerationSettings
 from grue_bench.rl.trpo import TRPO
 
 from .hand_made import hand_made_episodes
-from .tiny_lm import tiny_causal, word_tokenizer
+from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
 
 SETTINGS = GenerationSettings(8, "left", 6, False, {"do_sample": True, "top_k": 0})
 POOL = [Sample(id=str(i), prompt_or_input_text=f"{i} {i + 1} the", references=[]) for i in range(20)]
@@ -34,16 +34,16 @@ class CountReward:
         return [float(len(g.split())) for g in generations]
 
 
-def _with_dropout_lm(tokenizer):
-    lm = tiny_causal(tokenizer, seed=0)
+def _with_dropout_lm(tokenizer, model_type="causal"):
+    lm = (tiny_causal if model_type == "causal" else tiny_seq2seq)(tokenizer, seed=0)
     rates = {m.p for m in lm.modules() if isinstance(m, torch.nn.Dropout)}
-    assert rates == {0.1}  # GPT-2's own dropout, as on the paper profile
+    assert rates == {0.1}  # GPT-2's and T5's own dropout, as on the paper profile
     return lm
 
 
-def _algorithm(cls, args, kl_coeff=0.1, **extra):
+def _algorithm(cls, args, kl_coeff=0.1, model_type="causal", **extra):
     tokenizer = word_tokenizer()
-    policy = ActorCritic(_with_dropout_lm(tokenizer), "causal")
+    policy = ActorCritic(_with_dropout_lm(tokenizer, model_type), model_type)
     return cls(policy, tokenizer, CountReward(), args, SETTINGS, kl_coeff, **extra)
 
 
@@ -61,23 +61,23 @@ def _record_steps(algorithm) -> list[dict[str, float]]:
 
 
 ZERO_LR = {
-    "ppo": lambda: _algorithm(PPO, PPOArgs(n_steps=8, batch_size=4, n_epochs=3, learning_rate=0.0)),
-    "nlpo": lambda: _algorithm(
-        NLPO, NLPOArgs(n_steps=8, batch_size=4, n_epochs=3, learning_rate=0.0), mask_args=MASK_ARGS
+    "ppo": (PPO, PPOArgs(n_steps=8, batch_size=4, n_epochs=3, learning_rate=0.0), {}),
+    "nlpo": (
+        NLPO,
+        NLPOArgs(n_steps=8, batch_size=4, n_epochs=3, learning_rate=0.0),
+        {"mask_args": MASK_ARGS},
     ),
-    "grpo": lambda: _algorithm(
-        GRPO, GRPOArgs(n_steps=8, batch_size=4, n_epochs=3, group_size=4, learning_rate=0.0)
-    ),
-    "rloo": lambda: _algorithm(
-        RLOO, RLOOArgs(n_steps=8, batch_size=4, n_epochs=3, group_size=4, learning_rate=0.0)
-    ),
+    "grpo": (GRPO, GRPOArgs(n_steps=8, batch_size=4, n_epochs=3, group_size=4, learning_rate=0.0), {}),
+    "rloo": (RLOO, RLOOArgs(n_steps=8, batch_size=4, n_epochs=3, group_size=4, learning_rate=0.0), {}),
 }
 
 
+@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
 @pytest.mark.parametrize("alg", sorted(ZERO_LR))
-def test_with_dropout_and_learning_rate_zero_the_ratio_is_one_in_every_epoch(alg):
+def test_with_dropout_and_learning_rate_zero_the_ratio_is_one_in_every_epoch(alg, model_type):
     torch.manual_seed(0)
-    algorithm = ZERO_LR[alg]()
+    cls, args, extra = ZERO_LR[alg]
+    algorithm = _algorithm(cls, args, model_type=model_type, **extra)
     steps = _record_steps(algorithm)
     for _ in range(2):
         algorithm.step(POOL, random.Random(0))
