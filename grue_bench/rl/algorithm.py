@@ -15,6 +15,7 @@ are left out when the KL coefficient is 0, as there is no reference model to mea
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
@@ -223,9 +224,14 @@ class OnPolicyAlgorithm:
         batch means."""
         self.optimizer.zero_grad()
         sums: dict[str, float] = {}
-        for part, weight in self.micro_batches(batch):
-            loss, parts = self.loss(part)
-            self.accelerator.backward(loss * weight)
+        micro_batches = self.micro_batches(batch)
+        for number, (part, weight) in enumerate(micro_batches):
+            # processes average their gradients once, at the last micro-batch: their minibatches
+            # hold the same number of transitions, but not of rows, nor of micro-batches
+            last = number == len(micro_batches) - 1
+            with contextlib.nullcontext() if last else self.accelerator.no_sync(self.policy):
+                loss, parts = self.loss(part)
+                self.accelerator.backward(loss * weight)
             for key, value in parts.items():
                 sums[key] = sums.get(key, 0.0) + weight * float(value.detach())
         return sums

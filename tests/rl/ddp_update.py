@@ -37,15 +37,21 @@ def main(out_dir: str) -> None:
         ActorCritic(lm, "causal"),
         tokenizer,
         IncreasingNumbers(min_tokens=6),
-        PPOArgs(n_steps=8, batch_size=4, n_epochs=2, learning_rate=1e-2),
+        # 4 x 6 transitions a rank, minibatches of 8 transitions from a varying number of rows, in
+        # micro-batches of 1 row: the ranks' micro-batch counts differ, their steps must not
+        PPOArgs(n_steps=6, batch_size=8, micro_batch_size=1, n_epochs=2, learning_rate=1e-2),
         settings,
         kl_coeff=0.01,
         target_kl=0.5,
         accelerator=accelerator,
+        n_envs=4,
+        seed=rank,  # ranks shuffle differently here, as differing episode lengths make them in runs
     )
     torch.manual_seed(100 + rank)  # different samples on each rank
     pool = [Sample(id=str(i), prompt_or_input_text=f"{i} {i + 1}", references=[]) for i in range(10)]
     before = sum(float(p.sum()) for p in ppo.unwrapped.parameters())
+    counts, split = [], ppo.micro_batches
+    ppo.micro_batches = lambda batch: counts.append(len(split(batch))) or split(batch)
     stats = ppo.step(pool, random.Random(rank))
     after = [float(p.double().sum()) for p in ppo.unwrapped.parameters()]
     Path(out_dir, f"rank{rank}.json").write_text(
@@ -57,6 +63,7 @@ def main(out_dir: str) -> None:
                 "kl_coef": ppo.kl.value,
                 "texts": ppo.last_texts,
                 "reward": stats["rollout/reward"],
+                "micro_batches": counts,
             }
         )
     )

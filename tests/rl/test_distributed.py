@@ -40,3 +40,5 @@ def test_two_ranks_have_identical_parameters_after_an_update(tmp_path):
         ranks[1]["after"], rel=0, abs=1e-6
     )  # ...and the update is shared
     assert ranks[0]["kl_coef"] == ranks[1]["kl_coef"]
+    assert len(ranks[0]["micro_batches"]) == len(ranks[1]["micro_batches"])  # as many steps...
+    assert ranks[0]["micro_batches"] != ranks[1]["micro_batches"]  # ...of differently many passes
