@@ -1,7 +1,8 @@
-"""Safe YAML reading (no Python tags, no duplicate keys) with errors that name the file."""
+"""Safe YAML reading (no Python tags, no duplicate keys, YAML 1.2 numbers) with errors that name the file."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,13 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+# PyYAML resolves plain scalars by YAML 1.1, whose floats need a dot and a signed exponent:
+# 1e-5, 5e3 and 1.0e5 would stay strings, so `--set alg.args.learning_rate=1e-5` would change the
+# config (and its hash) against `learning_rate: 0.00001`. YAML 1.2 reads them as numbers; so do we,
+# for every file and override read through this module. Quoted scalars stay strings.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+.0123456789"))
 
 
 def parse_yaml(text: str, source: str) -> Any:
