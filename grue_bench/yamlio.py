@@ -50,6 +50,21 @@ def parse_yaml(text: str, source: str) -> Any:
         ) from exc
 
 
+def _read_utf8(path: Path) -> str:
+    """The text of a UTF-8 file; any other encoding is a GrueError naming where the first foreign
+    byte is (Latin-1 and UTF-16 files from Windows editors are the usual cause), not a traceback."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise GrueError(
+            f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line} (byte offset {exc.start})",
+            source=str(path),
+            fix="save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`, or your editor's encoding menu)",
+        ) from exc
+
+
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     """Read a YAML file whose top level must be a mapping."""
     path = Path(path)
@@ -59,7 +74,7 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
             source=str(path),
             fix="check the path",
         )
-    data = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    data = parse_yaml(_read_utf8(path), str(path))
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -178,6 +178,31 @@ def test_unreadable_yaml_exits_2_naming_the_file(run_grue, tmp_path, text, words
     assert str(path) in err and words in err
 
 
+NOT_UTF8 = {
+    "latin-1": ("alg:\n  id: ppo\nnote: café\n".encode("latin-1"), "byte 0xe9 at line 3 (byte offset 24)"),
+    "utf-16": ("alg: {id: ppo}\n".encode("utf-16"), "byte 0xff at line 1 (byte offset 0)"),
+}
+
+
+@pytest.mark.parametrize("encoding", NOT_UTF8)
+@pytest.mark.parametrize("command", [["validate"], ["run", "--config"]], ids=["validate", "run"])
+def test_a_config_file_not_in_utf8_exits_2_saying_where_and_to_save_it_as_utf8(
+    run_grue, tmp_path, encoding, command
+):
+    content, where = NOT_UTF8[encoding]
+    path = tmp_path / "bad.yml"
+    path.write_bytes(content)
+    store = ["--store", str(tmp_path / "s.sqlite"), "--output-dir", str(tmp_path / "runs")]
+    code, out, err = run_grue(*command, str(path), *(store if command[0] == "run" else []))
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"grue {command[0]}: error: {path}: not UTF-8 text: {where}",
+        "  fix: save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`, or your editor's encoding menu)",
+    ]
+    assert not (tmp_path / "s.sqlite").exists()
+
+
 def test_missing_file(run_grue, tmp_path):
     code, _, err = run_grue("validate", str(tmp_path / "nope.yml"))
     assert code == 2
