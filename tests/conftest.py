@@ -38,3 +38,18 @@ def browser():
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Drop what torch.compile compiled during the test, at its end.
+
+    Compiled graphs stay on the code object compiled, and transformers' forward wrapper is one
+    code object for every model: a graph left behind makes a later test's first compilation a
+    recompilation (an error under ``error_on_recompile``) and counts against the recompile limit,
+    past which torch silently runs the code uncompiled.
+    """
+    yield
+    import torch._dynamo
+
+    torch._dynamo.reset()
