@@ -1,19 +1,10 @@
-"""Fixtures for the model-based metric tests: a private cache and the offline classifiers, trained once."""
+"""Fixtures for the model-based metric tests: the offline classifiers, trained once into the session's
+cache (``grue_cache``, tests/conftest.py), tiny classifier folders and a network guard."""
 
 import socket
 from pathlib import Path
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def grue_cache(tmp_path_factory: pytest.TempPathFactory):
-    """A fresh ``GRUE_CACHE`` for the session, with the hub switched off."""
-    path = tmp_path_factory.mktemp("grue_cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GRUE_CACHE", str(path))
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        yield path
 
 
 @pytest.fixture
