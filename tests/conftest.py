@@ -7,12 +7,36 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 RL4LMS_CONFIGS = Path(__file__).resolve().parent / "data" / "rl4lms_configs"
+
+
+def session_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test session's base temp dir: under pytest-xdist, the one above each worker's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def grue_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``GRUE_CACHE`` for the whole session (and the commands it starts): a fresh folder.
+
+    Tests then depend on nothing an earlier session or ``make install`` left in the user's
+    cache, and write nothing there. What they need is built into it on first use: the tiny
+    base LMs (a minute or two each), the offline classifiers, WordNet from Debian's files, the
+    small profile's conversion. xdist workers share the folder, so each is built once per
+    session (entries are staged and renamed into place, so concurrent builders are safe).
+    """
+    path = session_temp_root(tmp_path_factory) / "grue_cache"
+    path.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GRUE_CACHE", str(path))
+        yield path
 
 
 @pytest.fixture
@@ -38,3 +62,18 @@ def browser():
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Drop what torch.compile compiled during the test, at its end.
+
+    Compiled graphs stay on the code object compiled, and transformers' forward wrapper is one
+    code object for every model: a graph left behind makes a later test's first compilation a
+    recompilation (an error under ``error_on_recompile``) and counts against the recompile limit,
+    past which torch silently runs the code uncompiled.
+    """
+    yield
+    import torch._dynamo
+
+    torch._dynamo.reset()

@@ -27,10 +27,19 @@ def test_help_answers_without_importing_heavy_libraries(command):
     assert "usage: grue" in result.stdout
 
 
-def test_console_script_is_installed():
-    result = subprocess.run(["grue", "--version"], capture_output=True, text=True, check=False)
-    assert result.returncode == 0
-    assert result.stdout.startswith("grue-bench ")
+def test_python_m_grue_bench_runs_the_cli_of_this_interpreter():
+    import grue_bench
+
+    result = subprocess.run(
+        [sys.executable, "-m", "grue_bench", "--version"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"grue-bench {grue_bench.__version__}\n"
+    usage_error = subprocess.run(
+        [sys.executable, "-m", "grue_bench", "frobnicate"], capture_output=True, text=True, check=False
+    )
+    assert usage_error.returncode == 2
+    assert usage_error.stderr.startswith("usage: grue ")
 
 
 def test_ls_lists_every_kind(run_grue):

@@ -33,13 +33,41 @@ def test_rl4lms_values_are_read_into_typed_fields():
 def test_overrides_change_any_key_and_the_hash():
     base = load_config(PPO_CONFIG)
     changed = load_config(PPO_CONFIG, ["alg.args.learning_rate=1e-5", "env.args.max_episode_length=64"])
-    assert (
-        changed.alg.args["learning_rate"] == pytest.approx(1e-5)
-        or changed.alg.args["learning_rate"] == "1e-5"
-    )
+    assert changed.alg.args["learning_rate"] == 1e-5
     assert changed.env.args.max_episode_length == 64
     assert changed.hash() != base.hash()
     assert load_config(PPO_CONFIG).hash() == base.hash()
+
+
+def _with_learning_rate(tmp_path, text):
+    """The PPO config file with ``learning_rate: <text>`` written as is."""
+    path = tmp_path / "lr.yml"
+    path.write_text(PPO_CONFIG.read_text().replace("learning_rate: 0.000002", f"learning_rate: {text}"))
+    assert f"learning_rate: {text}" in path.read_text()
+    return path
+
+
+def test_an_exponent_override_is_the_number_a_decimal_in_the_file_is(tmp_path):
+    # YAML 1.1 reads 1e-5 as a string: the override would change the config and its hash
+    override = load_config(PPO_CONFIG, ["alg.args.learning_rate=1e-5"])
+    written = load_config(_with_learning_rate(tmp_path, "0.00001"))
+    assert override.alg.args["learning_rate"] == written.alg.args["learning_rate"] == 1e-5
+    assert isinstance(override.alg.args["learning_rate"], float)
+    assert override.hash() == written.hash()
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("1e-5", 1e-5), ("5E-4", 5e-4), ("+2e3", 2000.0), ("1.0e5", 1e5), (".5e-3", 5e-4)]
+)
+def test_exponents_in_a_config_file_are_numbers(tmp_path, text, value):
+    rate = load_config(_with_learning_rate(tmp_path, text)).alg.args["learning_rate"]
+    assert isinstance(rate, float) and rate == value
+
+
+@pytest.mark.parametrize(("raw", "text"), [("1e5abc", "1e5abc"), ("'1e-5'", "1e-5"), ('"5e3"', "5e3")])
+def test_exponent_lookalikes_and_quoted_exponents_stay_strings(raw, text):
+    config = load_config(PPO_CONFIG, [f"tokenizer.model_name={raw}"])
+    assert config.tokenizer.model_name == text
 
 
 def test_seeds_and_output_paths_do_not_change_the_hash():
@@ -148,6 +176,31 @@ def test_unreadable_yaml_exits_2_naming_the_file(run_grue, tmp_path, text, words
     code, _, err = run_grue("validate", str(path))
     assert code == 2
     assert str(path) in err and words in err
+
+
+NOT_UTF8 = {
+    "latin-1": ("alg:\n  id: ppo\nnote: café\n".encode("latin-1"), "byte 0xe9 at line 3 (byte offset 24)"),
+    "utf-16": ("alg: {id: ppo}\n".encode("utf-16"), "byte 0xff at line 1 (byte offset 0)"),
+}
+
+
+@pytest.mark.parametrize("encoding", NOT_UTF8)
+@pytest.mark.parametrize("command", [["validate"], ["run", "--config"]], ids=["validate", "run"])
+def test_a_config_file_not_in_utf8_exits_2_saying_where_and_to_save_it_as_utf8(
+    run_grue, tmp_path, encoding, command
+):
+    content, where = NOT_UTF8[encoding]
+    path = tmp_path / "bad.yml"
+    path.write_bytes(content)
+    store = ["--store", str(tmp_path / "s.sqlite"), "--output-dir", str(tmp_path / "runs")]
+    code, out, err = run_grue(*command, str(path), *(store if command[0] == "run" else []))
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"grue {command[0]}: error: {path}: not UTF-8 text: {where}",
+        "  fix: save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`, or your editor's encoding menu)",
+    ]
+    assert not (tmp_path / "s.sqlite").exists()
 
 
 def test_missing_file(run_grue, tmp_path):

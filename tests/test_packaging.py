@@ -43,6 +43,13 @@ def test_wheel_contains_tasks_and_their_data(wheel):
     assert "grue_bench/_bundled/tasks/_shared/seq2seq.yaml" in names
 
 
+def test_wheel_installs_the_grue_console_script(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        entry_points = next(n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt"))
+        lines = archive.read(entry_points).decode().splitlines()
+    assert lines[lines.index("[console_scripts]") + 1] == "grue = grue_bench.cli:main"
+
+
 def test_installed_wheel_finds_its_tasks_without_the_checkout(wheel, tmp_path):
     site = tmp_path / "site"
     subprocess.run(

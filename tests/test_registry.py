@@ -108,7 +108,7 @@ def test_entry_point_plugins_appear_in_grue_ls(tmp_path):
     _plugin_package(tmp_path)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     result = subprocess.run(
-        [sys.executable, "-m", "grue_bench.cli", "ls"], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-m", "grue_bench", "ls"], capture_output=True, text=True, env=env, check=False
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

