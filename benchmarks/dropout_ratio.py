@@ -66,10 +66,12 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
 
     torch.manual_seed(0)
     lm = gpt2_with_dropout(tokenizer, args)
-    hparams = {"n_steps": args.episodes, "batch_size": args.episodes // 2, "learning_rate": 0.0}
-    hparams["disable_dropout"] = disable_dropout
-    if alg in ("grpo", "rloo"):
-        hparams["group_size"] = 4
+    if alg in ("grpo", "rloo"):  # a rollout of episodes, in groups of 4
+        n_envs, hparams = 1, {"n_steps": args.episodes, "batch_size": args.episodes // 2, "group_size": 4}
+    else:  # RL4LMs: n_envs x n_steps transitions, here full-length episodes
+        n_envs = args.episodes
+        hparams = {"n_steps": args.new_tokens, "batch_size": args.episodes * args.new_tokens // 2}
+    hparams.update(learning_rate=0.0, disable_dropout=disable_dropout)
     args_cls = plugins.ALGORITHMS.get(alg)
     settings = GenerationSettings(64, "left", args.new_tokens, False, {"do_sample": True, "top_k": 0})
     extra = {"mask_args": MaskableCausalPolicyArgs(min_tokens_to_keep=10)} if alg == "nlpo" else {}
@@ -80,6 +82,7 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
         args_cls(**hparams),
         settings,
         kl_coeff=0.05,
+        n_envs=n_envs,
         **extra,
     )
     seen: list[dict[str, float]] = []
