@@ -171,7 +171,9 @@ class OnPolicyAlgorithm:
         return float(self.accelerator.reduce(tensor, reduction="mean"))
 
     def step(self, pool: Sequence[Sample], rng: random.Random) -> dict[str, float]:
-        """One iteration: rollout, update, KL-coefficient update. Returns the iteration's stats."""
+        """One iteration: rollout, update, KL-coefficient update. Returns the iteration's stats;
+        the rollout's reward, length and KL are over every episode sampled, as RL4LMs logs them
+        (with the one cut by the rollout's size and any after it)."""
         self.before_rollout()
         started = time.perf_counter()
         self.policy.eval()
