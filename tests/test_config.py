@@ -122,7 +122,7 @@ MALFORMED = [
     (_set("algo", {"id": "ppo"}), "algo", "unknown key"),
     (_set("alg.args.learning_rat", 1e-5), "alg.args.learning_rat", "unknown key"),
     (_set("alg.args.n_steps", "many"), "alg.args.n_steps", "integer"),
-    (_set("alg.args.learning_rate", -1.0), "alg.args.learning_rate", "greater than 0"),
+    (_set("alg.args.learning_rate", -1.0), "alg.args.learning_rate", "greater than or equal to 0"),
     (_set("alg.id", "ppo2"), "alg.id", "Did you mean 'ppo'"),
     (_set("alg.policy.id", "seq2seq_policy"), "alg.policy.id", "unknown polic"),
     (_set("reward_fn.id", "rogue"), "reward_fn.id", "Did you mean 'rouge'"),
