@@ -1,4 +1,8 @@
-"""Expanding ``--task``, ``--alg`` and ``--seeds`` into run specs with resolved configs."""
+"""Expanding ``--task``, ``--alg`` and ``--seeds`` into run specs with resolved configs.
+
+A config file run alone (RL4LMs's configs name no GRUE task) says its task through its
+datapool and its algorithm through ``alg.id``; ``--task`` and ``--alg`` then only have to agree.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,10 @@ GRUE_TASKS = (
     "daily_dialog",
 )
 """What ``--task all`` means: the seven GRUE tasks (the synthetic checks are run by name)."""
+
+RL4LMS_POOL_TASKS = {"cnn_daily_mail": "cnn_dailymail", "iwslt2017en_de": "iwslt2017_en_de"}
+"""RL4LMs datapool ids that differ from the id of the task whose data they read (the others
+are the same, e.g. ``imdb``)."""
 
 
 @dataclass(frozen=True)
@@ -110,19 +118,114 @@ def resolve_seeds(seeds: int | None, seed_list: str | None) -> list[int]:
     return list(range(seeds))
 
 
+def config_data(config_file: Path | None, overrides: list[str] = ()) -> dict[str, Any]:
+    """What the user asks of every run: the config file with the ``--set`` overrides applied."""
+    data = read_yaml_mapping(config_file) if config_file else {}
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return data
+
+
+def _component_id(data: dict[str, Any], key: str) -> str | None:
+    """``data[key].id`` when the config gives that section as a mapping with an id."""
+    section = data.get(key)
+    return section.get("id") if isinstance(section, dict) else None
+
+
+def infer_task(data: dict[str, Any]) -> str | None:
+    """The task a config is for: its ``task`` key, else the task whose data its datapool reads;
+    None when it names neither, or a datapool no single task reads."""
+    from grue_bench import plugins
+
+    if isinstance(data.get("task"), str):
+        return data["task"]
+    pool = _component_id(data, "datapool")
+    if pool is None:
+        return None
+    task = RL4LMS_POOL_TASKS.get(pool, pool)
+    if task in plugins.TASKS:
+        return task
+    # a generic pool (RL4LMs's dummy_pool): the task declaring it with the config's reward
+    reward = _component_id(data, "reward_fn")
+    readers = [
+        spec.id
+        for spec in map(plugins.TASKS.get, plugins.TASKS.ids())
+        if spec.datapool is not None and spec.datapool.id == pool and spec.reward_fn.id == reward
+    ]
+    return readers[0] if len(readers) == 1 else None
+
+
+def _config_task(task_text: str | None, data: dict[str, Any], source: str) -> list[str]:
+    """The config's task, which ``--task`` (if given) must name alone."""
+    task = infer_task(data)
+    if task is None:
+        if task_text is not None:
+            return resolve_tasks(task_text)
+        pool = _component_id(data, "datapool")
+        said = f"its datapool '{pool}' is no task's data" if pool else "it names no datapool or task"
+        raise GrueError(
+            f"cannot tell which task the config is for: {said}",
+            source=source,
+            key="datapool.id" if pool else "task",
+            fix="pass --task <id> (see `grue ls tasks`)",
+        )
+    if task_text is not None and resolve_tasks(task_text) != [task]:
+        raise GrueError(
+            f"--task {task_text} disagrees with the config, which is for task '{task}'",
+            source=source,
+            key="task" if "task" in data else "datapool.id",
+            fix=f"leave --task out (or pass --task {task}), or give a config of task {task_text}",
+        )
+    return resolve_tasks(task)
+
+
+def _config_algs(alg_text: str | None, data: dict[str, Any], source: str) -> list[str]:
+    """The config's ``alg.id``, which every ``--alg`` chain (if given) must end with."""
+    alg = _component_id(data, "alg")
+    if alg is None:
+        return resolve_algs(alg_text or "ppo")
+    if alg_text is None:
+        return resolve_algs(alg)
+    algs = resolve_algs(alg_text)
+    if any(chain.split("+")[-1] != alg for chain in algs):
+        raise GrueError(
+            f"--alg {alg_text} disagrees with the config, whose algorithm is '{alg}'",
+            source=source,
+            key="alg.id",
+            fix=f"leave --alg out (or pass --alg {alg} or supervised+{alg}), or change alg.id",
+        )
+    return algs
+
+
+def resolve_grid(
+    task_text: str | None, alg_text: str | None, config_file: Path | None, overrides: list[str] = ()
+) -> tuple[list[str], list[str]]:
+    """Tasks and algorithm chains of ``grue run``: from ``--task`` and ``--alg`` (default: the
+    seven GRUE tasks, ppo); with a config file, from the config, which they must agree with."""
+    if config_file is None:
+        return resolve_tasks(task_text or "all"), resolve_algs(alg_text or "ppo")
+    data = config_data(config_file, overrides)
+    source = f"{config_file} (with --set overrides)" if overrides else str(config_file)
+    return _config_task(task_text, data, source), _config_algs(alg_text, data, source)
+
+
 def build_specs(
     tasks: list[str],
     algs: list[str],
     seeds: list[int],
-    profile: str,
+    profile: str | None,
     config_file: Path | None = None,
     overrides: list[str] = (),
     extra: dict[str, Any] | None = None,
 ) -> list[RunSpec]:
-    """Every (task, alg, seed) with its config: task defaults < config file < --set overrides."""
+    """Every (task, alg, seed) with its config: task defaults < config file < --set overrides.
+
+    ``profile`` None takes the config file's ``profile`` key, else tiny.
+    """
     from grue_bench import plugins
 
     user = read_yaml_mapping(config_file) if config_file else {}
+    profile = profile or user.get("profile") or "tiny"
     specs = []
     for task in tasks:
         spec = plugins.TASKS.get(task)

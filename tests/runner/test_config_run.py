@@ -1,0 +1,85 @@
+"""`grue run --config X.yml` alone: the config says its task (through its datapool) and its
+algorithm (alg.id); --task and --alg, when given, must agree with it."""
+
+import pytest
+from conftest import RL4LMS_CONFIGS
+
+from grue_bench.errors import GrueError
+from grue_bench.runner.grid import GRUE_TASKS, build_specs, resolve_grid
+
+IMDB_PPO = RL4LMS_CONFIGS / "imdb_gpt2_ppo.yml"
+"""RL4LMs's own IMDB PPO config, unchanged (see SOURCE.md)."""
+
+
+@pytest.mark.parametrize(
+    ("name", "task", "alg"),
+    [
+        ("imdb_gpt2_ppo.yml", "imdb", "ppo"),
+        ("imdb_gpt2_nlpo.yml", "imdb", "nlpo"),
+        ("cnn_dm_t5_ppo.yml", "cnn_dailymail", "ppo"),
+        ("commongen_t5_supervised.yml", "commongen", "supervised"),
+    ],
+)
+def test_a_config_alone_gives_its_task_and_algorithm(name, task, alg):
+    assert resolve_grid(None, None, RL4LMS_CONFIGS / name) == ([task], [alg])
+
+
+def test_a_config_alone_registers_one_run_per_seed():
+    specs = build_specs(*resolve_grid(None, None, IMDB_PPO), [0, 1], None, IMDB_PPO)
+    assert [spec.label for spec in specs] == ["imdb/ppo/seed0", "imdb/ppo/seed1"]
+    assert specs[0].config.datapool.id == "imdb"
+
+
+def test_a_generic_datapool_is_the_task_declaring_it_with_the_config_reward(tmp_path):
+    config = tmp_path / "dates.yml"
+    config.write_text(
+        "datapool: {id: dummy_pool, args: {n_samples: 50, prompt: ''}}\n"
+        "reward_fn: {id: sentences_with_dates}\nalg: {id: ppo}\n"
+    )
+    assert resolve_grid(None, None, config) == (["dates"], ["ppo"])
+
+
+def test_without_a_config_the_defaults_are_the_grue_tasks_and_ppo():
+    assert resolve_grid(None, None, None) == (list(GRUE_TASKS), ["ppo"])
+
+
+def test_a_config_naming_no_task_needs_task(tmp_path):
+    config = tmp_path / "partial.yml"
+    config.write_text("alg: {args: {learning_rate: 1.0e-5}}\n")
+    with pytest.raises(GrueError) as caught:
+        resolve_grid(None, None, config)
+    assert "cannot tell which task" in str(caught.value) and "pass --task" in str(caught.value)
+    assert resolve_grid("imdb,commongen", None, config) == (["imdb", "commongen"], ["ppo"])
+
+
+def test_a_datapool_no_task_reads_needs_task(tmp_path):
+    config = tmp_path / "dummy.yml"
+    config.write_text("datapool: {id: dummy_pool}\nreward_fn: {id: rouge}\nalg: {id: ppo}\n")
+    with pytest.raises(GrueError) as caught:
+        resolve_grid(None, None, config)
+    assert caught.value.problems[0].key == "datapool.id"
+    assert "'dummy_pool' is no task's data" in str(caught.value)
+    assert resolve_grid("increasing_numbers", None, config) == (["increasing_numbers"], ["ppo"])
+
+
+def test_task_and_alg_given_must_agree_with_the_config():
+    assert resolve_grid("imdb", "supervised+ppo", IMDB_PPO) == (["imdb"], ["supervised+ppo"])
+    with pytest.raises(GrueError) as caught:
+        resolve_grid("commongen", None, IMDB_PPO)
+    assert "--task commongen disagrees with the config, which is for task 'imdb'" in str(caught.value)
+    with pytest.raises(GrueError) as caught:
+        resolve_grid(None, "ppo,nlpo", IMDB_PPO)
+    assert "--alg ppo,nlpo disagrees with the config, whose algorithm is 'ppo'" in str(caught.value)
+    assert caught.value.problems[0].key == "alg.id"
+
+
+def test_overrides_count_as_part_of_the_config():
+    assert resolve_grid(None, None, IMDB_PPO, ["alg.id=nlpo"]) == (["imdb"], ["nlpo"])
+
+
+def test_the_cli_refuses_a_disagreeing_task_with_status_2(run_grue, tmp_path):
+    store = tmp_path / "s.sqlite"
+    code, out, err = run_grue("run", "--config", str(IMDB_PPO), "--task", "all", "--store", str(store))
+    assert code == 2 and out == ""
+    assert f"{IMDB_PPO}: datapool.id: --task all disagrees with the config" in err
+    assert not store.exists()
