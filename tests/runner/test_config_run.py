@@ -1,11 +1,15 @@
 """`grue run --config X.yml` alone: the config says its task (through its datapool) and its
 algorithm (alg.id); --task and --alg, when given, must agree with it."""
 
+import subprocess
+import sys
+
 import pytest
 from conftest import RL4LMS_CONFIGS
 
 from grue_bench.errors import GrueError
 from grue_bench.runner.grid import GRUE_TASKS, build_specs, resolve_grid
+from grue_bench.store import Store
 
 IMDB_PPO = RL4LMS_CONFIGS / "imdb_gpt2_ppo.yml"
 """RL4LMs's own IMDB PPO config, unchanged (see SOURCE.md)."""
@@ -83,3 +87,24 @@ def test_the_cli_refuses_a_disagreeing_task_with_status_2(run_grue, tmp_path):
     assert code == 2 and out == ""
     assert f"{IMDB_PPO}: datapool.id: --task all disagrees with the config" in err
     assert not store.exists()
+
+
+def grue_run(tmp_path, *extra: str) -> subprocess.CompletedProcess:
+    """``grue run --config <RL4LMs's IMDB PPO config>`` in a fresh process (offline, see conftest)."""
+    store = ["--store", str(tmp_path / "s.sqlite"), "--output-dir", str(tmp_path / "runs")]
+    command = [sys.executable, "-m", "grue_bench", "run", "--config", str(IMDB_PPO), *store, *extra]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_run_failing_to_set_up_is_recorded_failed_with_its_error(tmp_path, jobs):
+    # without --profile the config's hub models are used as written: offline, they cannot load
+    result = grue_run(tmp_path, "--jobs", jobs)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "1 run(s): 0 finished, 0 already done, 1 failed" in result.stdout
+    (failed,) = [line for line in result.stdout.splitlines() if line.startswith("FAILED imdb/ppo/seed0: ")]
+    assert "model_name: model 'lvwerra/gpt2-imdb' is not available offline" in failed
+    with Store(tmp_path / "s.sqlite") as store:
+        (run,) = store.runs()
+    assert (run.task, run.alg, run.status) == ("imdb", "ppo", "failed")
+    assert "lvwerra/gpt2-imdb' is not available offline" in run.error
