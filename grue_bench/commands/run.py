@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     seeds.add_argument("--seeds", type=int, default=1, help="run seeds 0..N-1 (default 1)")
     seeds.add_argument("--seed-list", help="explicit seeds, comma-separated")
     parser.add_argument(
-        "--profile", help="tiny (offline, default), small or paper (default with --config: its profile key)"
+        "--profile",
+        help="tiny (offline, default), small or paper (default with --config: its profile key); "
+        "tiny or small given with --config replaces every hub model the config names by an offline one",
     )
     parser.add_argument(
         "--config", type=Path, help="a config YAML (RL4LMs schema) merged over the task defaults"
@@ -74,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         args.profile,
         args.config,
         args.overrides,
+        offline=args.profile is not None,
     )
     started = time.perf_counter()
     with Store(args.store) as store:

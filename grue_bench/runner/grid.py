@@ -6,7 +6,10 @@ datapool and its algorithm through ``alg.id``; ``--task`` and ``--alg`` then onl
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,8 @@ from typing import Any
 from grue_bench.config import RunConfig, apply_override, build_config, deep_merge
 from grue_bench.errors import GrueError
 from grue_bench.yamlio import read_yaml_mapping
+
+log = logging.getLogger(__name__)
 
 GRUE_TASKS = (
     "imdb",
@@ -29,6 +34,19 @@ GRUE_TASKS = (
 RL4LMS_POOL_TASKS = {"cnn_daily_mail": "cnn_dailymail", "iwslt2017en_de": "iwslt2017_en_de"}
 """RL4LMs datapool ids that differ from the id of the task whose data they read (the others
 are the same, e.g. ``imdb``)."""
+
+OFFLINE_PROFILES = ("tiny", "small")
+"""The profiles whose models all work offline: given on the command line with a config, they
+replace every hub model the config names."""
+BASE_LM_KEYS = ("tokenizer.model_name", "alg.model_name", "alg.policy.args.model_name")
+"""Where a config names its base LM; unset, the profile's base LM is used."""
+MODEL_ARGS = ("model_name", "tokenizer_id", "tokenizer_name")
+"""Reward and metric arguments naming a hub model; unset, each takes its offline default (the
+offline classifiers, the policy's own LM and tokenizer for perplexity)."""
+COMPONENT_MODEL_ARGS = {"bert_score": ("model_type",), "causal_perplexity": ("stride",)}
+"""Further arguments naming a hub model or sized for one, per reward or metric id: BERTScore's
+backbone; the perplexity stride (RL4LMs's 512 is half GPT-2's window, the tiny LM's whole one;
+unset, it is half the window of the LM scored)."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +227,60 @@ def resolve_grid(
     return _config_task(task_text, data, source), _config_algs(alg_text, data, source)
 
 
+def _base_lm(profile: str, task: str) -> str:
+    """What replaces a hub base LM under an offline profile, for the log."""
+    if profile == "tiny":
+        return f"the tiny profile's LM, trained here on task {task}'s texts"
+    return "the small profile's LM, SmolLM2-135M-Instruct"
+
+
+def _named_models(data: dict[str, Any], profile: str, task: str) -> Iterator[tuple[str, dict, str, str]]:
+    """(key path, the mapping holding the key, the key, its offline counterpart) of every model
+    name in a config."""
+    for path in BASE_LM_KEYS:
+        node: Any = data
+        *parents, key = path.split(".")
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and key in node:
+            yield path, node, key, _base_lm(profile, task)
+    evaluation = data.get("train_evaluation")
+    metrics = evaluation.get("metrics") if isinstance(evaluation, dict) else None
+    components = [("reward_fn", data.get("reward_fn"))]
+    components += [(f"train_evaluation.metrics.{i}", m) for i, m in enumerate(metrics or [])]
+    for where, component in components:
+        args = component.get("args") if isinstance(component, dict) else None
+        if not isinstance(args, dict):
+            continue
+        for key in (*MODEL_ARGS, *COMPONENT_MODEL_ARGS.get(component.get("id"), ())):
+            if key in args:
+                yield f"{where}.args.{key}", args, key, f"{component.get('id')}'s offline default"
+
+
+def offline_models(data: dict[str, Any], profile: str, task: str) -> dict[str, Any]:
+    """``data`` with every hub model it names unset, so that ``profile``'s offline counterpart
+    is used: an RL4LMs config then runs offline. Local folders are kept; each change is logged,
+    since the run no longer uses the models the config names."""
+    data = copy.deepcopy(data)
+    for path, node, key, counterpart in list(_named_models(data, profile, task)):
+        name = node[key]
+        if isinstance(name, str) and Path(name).expanduser().exists():
+            continue
+        del node[key]
+        log.info("%s profile: %s %s -> %s", profile, path, name, counterpart)
+    return data
+
+
+def _task_defaults(task: str, alg: str, profile: str) -> dict[str, Any]:
+    """The task's run config for ``alg`` under ``profile``. The small profile changes only the
+    base LM, so a task with no small defaults lends it its tiny ones (sizes, metrics)."""
+    from grue_bench import plugins
+
+    spec = plugins.TASKS.get(task)
+    sizes = "tiny" if profile == "small" and "small" not in spec.profiles else profile
+    return spec.run_config_data(alg.split("+")[-1], sizes)
+
+
 def build_specs(
     tasks: list[str],
     algs: list[str],
@@ -217,20 +289,20 @@ def build_specs(
     config_file: Path | None = None,
     overrides: list[str] = (),
     extra: dict[str, Any] | None = None,
+    offline: bool = False,
 ) -> list[RunSpec]:
     """Every (task, alg, seed) with its config: task defaults < config file < --set overrides.
 
-    ``profile`` None takes the config file's ``profile`` key, else tiny.
+    ``profile`` None takes the config file's ``profile`` key, else tiny. ``offline`` (an offline
+    profile given on the command line) replaces the hub models the config file names.
     """
-    from grue_bench import plugins
-
     user = read_yaml_mapping(config_file) if config_file else {}
     profile = profile or user.get("profile") or "tiny"
     specs = []
     for task in tasks:
-        spec = plugins.TASKS.get(task)
+        file_data = offline_models(user, profile, task) if offline and profile in OFFLINE_PROFILES else user
         for alg in algs:
-            data = deep_merge(spec.run_config_data(alg.split("+")[-1], profile), user)
+            data = deep_merge(_task_defaults(task, alg, profile), file_data)
             data = deep_merge(data, extra or {})
             for assignment in overrides:
                 apply_override(data, assignment)

@@ -108,3 +108,60 @@ def test_a_run_failing_to_set_up_is_recorded_failed_with_its_error(tmp_path, job
         (run,) = store.runs()
     assert (run.task, run.alg, run.status) == ("imdb", "ppo", "failed")
     assert "lvwerra/gpt2-imdb' is not available offline" in run.error
+
+
+def test_an_offline_profile_given_runs_rl4lms_config_offline_logging_each_substitution(tmp_path):
+    # a rollout is env.n_envs (10 in the config) x n_steps token transitions: 20 here
+    result = grue_run(
+        tmp_path,
+        "--profile=tiny",
+        "--seeds=1",
+        "--set=train_evaluation.n_iters=1",
+        "--set=train_evaluation.eval_every=1",
+        "--set=alg.args.n_steps=2",
+        "--set=alg.args.batch_size=10",
+        "--set=alg.args.n_epochs=1",
+        "--set=train_evaluation.eval_batch_size=16",
+        "--set=datapool.args.max_samples=16",
+        "--set=env.args.max_episode_length=8",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "1 run(s): 1 finished" in result.stdout
+    with Store(tmp_path / "s.sqlite") as store:
+        (run,) = store.runs()
+    assert (run.task, run.alg, run.status, run.profile) == ("imdb", "ppo", "finished", "tiny")
+    assert run.model.startswith("tiny-causal")
+    lm = "the tiny profile's LM, trained here on task imdb's texts"
+    for line in (
+        f"tiny profile: tokenizer.model_name lvwerra/gpt2-imdb -> {lm}",
+        f"tiny profile: alg.policy.args.model_name lvwerra/gpt2-imdb -> {lm}",
+        "tiny profile: reward_fn.args.model_name lvwerra/distilbert-imdb -> learned_reward's offline default",
+        "tiny profile: train_evaluation.metrics.0.args.model_name lvwerra/distilbert-imdb -> learned_",
+        "tiny profile: train_evaluation.metrics.1.args.tokenizer_id gpt2 -> causal_perplexity's offline",
+    ):
+        assert line in result.stderr
+
+
+def test_the_small_profile_replaces_the_models_and_takes_the_tiny_sizes(caplog):
+    caplog.set_level("INFO", logger="grue_bench.runner.grid")
+    (spec,) = build_specs(["imdb"], ["ppo"], [0], "small", IMDB_PPO, offline=True)
+    config = spec.config
+    assert config.profile == "small" and config.tokenizer.model_name is None
+    assert "model_name" not in config.alg.policy.args and "model_name" not in config.reward_fn.args
+    assert config.alg.args["n_steps"] == 128  # the config's own sizes stay
+    assert (
+        "small profile: tokenizer.model_name lvwerra/gpt2-imdb -> the small profile's LM, "
+        "SmolLM2-135M-Instruct" in caplog.text
+    )
+
+
+def test_models_stay_as_written_without_a_profile_given_or_when_local(tmp_path):
+    (spec,) = build_specs(["imdb"], ["ppo"], [0], None, IMDB_PPO)
+    assert spec.config.alg.policy.args["model_name"] == "lvwerra/gpt2-imdb"
+    local = tmp_path / "my-gpt2"
+    local.mkdir()
+    config = tmp_path / "local.yml"
+    config.write_text(IMDB_PPO.read_text().replace("lvwerra/gpt2-imdb", str(local)))
+    (kept,) = build_specs(["imdb"], ["ppo"], [0], "tiny", config, offline=True)
+    assert kept.config.alg.policy.args["model_name"] == kept.config.tokenizer.model_name == str(local)
+    assert "model_name" not in kept.config.reward_fn.args
