@@ -1,6 +1,7 @@
 """Train and evaluate tasks x algorithms x seeds into a SQLite store; resumes unfinished runs.
 
 With only --task, --alg and --seeds it runs on the embedded offline default (the tiny profile).
+A --config alone says its task (through its datapool) and its algorithm (alg.id).
 Finished runs are skipped, unfinished ones resume from their last checkpoint (--force re-runs).
 A run another live `grue run` holds (same store and key) is left to it and listed; the exit status
 is 1 if a run failed, else 3 if runs were left to other processes, else 0.
@@ -26,14 +27,22 @@ are not in the store yet (0 says every run of the grid is done)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", default="all", help="all (the seven GRUE tasks) or ids, comma-separated")
     parser.add_argument(
-        "--alg", default="ppo", help="ids or chains, comma-separated: ppo,nlpo,supervised+ppo"
+        "--task",
+        help="all (the seven GRUE tasks, default) or ids, comma-separated; with --config, the config's task",
+    )
+    parser.add_argument(
+        "--alg",
+        help="ids or chains, comma-separated: ppo (default),nlpo,supervised+ppo; with --config, its alg.id",
     )
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=int, default=1, help="run seeds 0..N-1 (default 1)")
     seeds.add_argument("--seed-list", help="explicit seeds, comma-separated")
-    parser.add_argument("--profile", default="tiny", help="tiny (offline, default), small or paper")
+    parser.add_argument(
+        "--profile",
+        help="tiny (offline, default), small or paper (default with --config: its profile key); "
+        "tiny or small given with --config replaces every hub model the config names by an offline one",
+    )
     parser.add_argument(
         "--config", type=Path, help="a config YAML (RL4LMs schema) merged over the task defaults"
     )
@@ -54,18 +63,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from grue_bench.errors import GrueError
     from grue_bench.runner.executor import GridExecutor
-    from grue_bench.runner.grid import build_specs, resolve_algs, resolve_seeds, resolve_tasks
+    from grue_bench.runner.grid import build_specs, resolve_grid, resolve_seeds
     from grue_bench.store import Store
 
     if args.jobs < 1:
         raise GrueError(f"--jobs must be at least 1, got {args.jobs}", source="--jobs", fix="e.g. --jobs 2")
+    tasks, algs = resolve_grid(args.task, args.alg, args.config, args.overrides)
     specs = build_specs(
-        resolve_tasks(args.task),
-        resolve_algs(args.alg),
+        tasks,
+        algs,
         resolve_seeds(args.seeds, args.seed_list),
         args.profile,
         args.config,
         args.overrides,
+        offline=args.profile is not None,
     )
     started = time.perf_counter()
     with Store(args.store) as store:

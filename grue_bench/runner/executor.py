@@ -182,17 +182,27 @@ class GridExecutor:
             )
         if not todo:
             return self.report
-        if executor == "ray":
-            for spec in tqdm(asset_groups(todo), desc="preparing base models and metrics", unit="task"):
-                prepare_assets(spec)
         with tqdm(total=len(todo), desc="grid", unit="run") as bar:
             if executor == "ray":
-                self._run_ray(todo, bar, ray_address)
+                self._run_ray(self._set_up(todo, _prepare_here(todo), bar), bar, ray_address)
             elif jobs > 1:
                 self._run_processes(todo, bar, jobs)
             else:
                 self._run_here(todo, bar)
         return self.report
+
+    def _set_up(self, todo: Sequence[RunSpec], errors: dict[str, str], bar) -> list[RunSpec]:
+        """The runs whose assets are ready; the runs of a group whose assets failed (a hub model
+        offline, ...) are recorded failed with its error, never left queued."""
+        ready = []
+        for spec in todo:
+            error = errors.get(asset_key(spec))
+            if error is None:
+                ready.append(spec)
+            else:
+                self._record(spec.label, None, error)
+                bar.update(1)
+        return ready
 
     def _run_here(self, todo: Sequence[RunSpec], bar) -> None:
         for spec in todo:
@@ -221,7 +231,7 @@ class GridExecutor:
         while pending:
             with ProcessPoolExecutor(jobs, context, initializer=_init_worker, initargs=init) as pool:
                 if not prepared:
-                    self._prepare_in(pool, todo)
+                    pending = self._set_up(pending, _prepare_in(pool, todo), bar)
                     prepared = True
                 lost = self._drain(pool, pending, messages, bar)
             pending = []
@@ -233,15 +243,6 @@ class GridExecutor:
                         bar.update(1)
                         continue
                 pending.append(spec)
-
-    @staticmethod
-    def _prepare_in(pool: ProcessPoolExecutor, todo: Sequence[RunSpec]) -> None:
-        groups = asset_groups(todo)
-        futures = [pool.submit(prepare_assets, spec) for spec in groups]
-        for future in tqdm(
-            as_completed(futures), total=len(groups), desc="preparing base models and metrics", unit="task"
-        ):
-            future.result()
 
     def _drain(self, pool, specs: Sequence[RunSpec], messages, bar) -> list[tuple[RunSpec, bool]]:
         """Submit ``specs`` and record their outcomes; on a broken pool, return the runs left
@@ -343,13 +344,48 @@ def _beat(store_path: Path, every: float, stop: threading.Event) -> None:
                 )
 
 
+def asset_key(spec: RunSpec) -> str:
+    """(task, profile, policy): what decides which base model and metric assets a run needs."""
+    policy = spec.config.alg.policy.id if spec.config.alg.policy else ""
+    return f"{spec.task}|{spec.config.profile}|{policy}"
+
+
 def asset_groups(specs: Sequence[RunSpec]) -> list[RunSpec]:
-    """One spec per (task, profile, policy): the runs that share a base model and metric assets."""
+    """One spec per asset key: the runs that share a base model and metric assets."""
     groups: dict[str, RunSpec] = {}
     for spec in specs:
-        policy = spec.config.alg.policy.id if spec.config.alg.policy else ""
-        groups.setdefault(f"{spec.task}|{spec.config.profile}|{policy}", spec)
+        groups.setdefault(asset_key(spec), spec)
     return list(groups.values())
+
+
+PREPARING = "preparing base models and metrics"
+
+
+def _prepare_here(todo: Sequence[RunSpec]) -> dict[str, str]:
+    """Prepare each asset group in this process; the error text of each group that failed."""
+    groups = asset_groups(todo)
+    errors = (_prepare_guarded(spec) for spec in groups)
+    done = zip(groups, tqdm(errors, total=len(groups), desc=PREPARING, unit="task"), strict=True)
+    return {asset_key(spec): error for spec, error in done if error}
+
+
+def _prepare_in(pool: ProcessPoolExecutor, todo: Sequence[RunSpec]) -> dict[str, str]:
+    """Prepare the asset groups in ``pool``'s workers; the error text of each group that failed."""
+    groups = asset_groups(todo)
+    futures = {pool.submit(_prepare_guarded, spec): spec for spec in groups}
+    done = tqdm(as_completed(futures), total=len(groups), desc=PREPARING, unit="task")
+    return {asset_key(futures[future]): future.result() for future in done if future.result()}
+
+
+def _prepare_guarded(spec: RunSpec) -> str | None:
+    """``prepare_assets``, a failure as its error text: the group's runs are recorded failed with
+    it (a run failing to set up is a failed run, like one failing later)."""
+    try:
+        prepare_assets(spec)
+    except Exception as exc:
+        log.debug("preparing %s failed:\n%s", spec.label, traceback.format_exc())
+        return _error_text(exc)
+    return None
 
 
 def prepare_assets(spec: RunSpec) -> str:

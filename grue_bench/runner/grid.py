@@ -1,8 +1,15 @@
-"""Expanding ``--task``, ``--alg`` and ``--seeds`` into run specs with resolved configs."""
+"""Expanding ``--task``, ``--alg`` and ``--seeds`` into run specs with resolved configs.
+
+A config file run alone (RL4LMs's configs name no GRUE task) says its task through its
+datapool and its algorithm through ``alg.id``; ``--task`` and ``--alg`` then only have to agree.
+"""
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +17,8 @@ from typing import Any
 from grue_bench.config import RunConfig, apply_override, build_config, deep_merge
 from grue_bench.errors import GrueError
 from grue_bench.yamlio import read_yaml_mapping
+
+log = logging.getLogger(__name__)
 
 GRUE_TASKS = (
     "imdb",
@@ -21,6 +30,23 @@ GRUE_TASKS = (
     "daily_dialog",
 )
 """What ``--task all`` means: the seven GRUE tasks (the synthetic checks are run by name)."""
+
+RL4LMS_POOL_TASKS = {"cnn_daily_mail": "cnn_dailymail", "iwslt2017en_de": "iwslt2017_en_de"}
+"""RL4LMs datapool ids that differ from the id of the task whose data they read (the others
+are the same, e.g. ``imdb``)."""
+
+OFFLINE_PROFILES = ("tiny", "small")
+"""The profiles whose models all work offline: given on the command line with a config, they
+replace every hub model the config names."""
+BASE_LM_KEYS = ("tokenizer.model_name", "alg.model_name", "alg.policy.args.model_name")
+"""Where a config names its base LM; unset, the profile's base LM is used."""
+MODEL_ARGS = ("model_name", "tokenizer_id", "tokenizer_name")
+"""Reward and metric arguments naming a hub model; unset, each takes its offline default (the
+offline classifiers, the policy's own LM and tokenizer for perplexity)."""
+COMPONENT_MODEL_ARGS = {"bert_score": ("model_type",), "causal_perplexity": ("stride",)}
+"""Further arguments naming a hub model or sized for one, per reward or metric id: BERTScore's
+backbone; the perplexity stride (RL4LMs's 512 is half GPT-2's window, the tiny LM's whole one;
+unset, it is half the window of the LM scored)."""
 
 
 @dataclass(frozen=True)
@@ -110,24 +136,173 @@ def resolve_seeds(seeds: int | None, seed_list: str | None) -> list[int]:
     return list(range(seeds))
 
 
+def config_data(config_file: Path | None, overrides: list[str] = ()) -> dict[str, Any]:
+    """What the user asks of every run: the config file with the ``--set`` overrides applied."""
+    data = read_yaml_mapping(config_file) if config_file else {}
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return data
+
+
+def _component_id(data: dict[str, Any], key: str) -> str | None:
+    """``data[key].id`` when the config gives that section as a mapping with an id."""
+    section = data.get(key)
+    return section.get("id") if isinstance(section, dict) else None
+
+
+def infer_task(data: dict[str, Any]) -> str | None:
+    """The task a config is for: its ``task`` key, else the task whose data its datapool reads;
+    None when it names neither, or a datapool no single task reads."""
+    from grue_bench import plugins
+
+    if isinstance(data.get("task"), str):
+        return data["task"]
+    pool = _component_id(data, "datapool")
+    if pool is None:
+        return None
+    task = RL4LMS_POOL_TASKS.get(pool, pool)
+    if task in plugins.TASKS:
+        return task
+    # a generic pool (RL4LMs's dummy_pool): the task declaring it with the config's reward
+    reward = _component_id(data, "reward_fn")
+    readers = [
+        spec.id
+        for spec in map(plugins.TASKS.get, plugins.TASKS.ids())
+        if spec.datapool is not None and spec.datapool.id == pool and spec.reward_fn.id == reward
+    ]
+    return readers[0] if len(readers) == 1 else None
+
+
+def _config_task(task_text: str | None, data: dict[str, Any], source: str) -> list[str]:
+    """The config's task, which ``--task`` (if given) must name alone."""
+    task = infer_task(data)
+    if task is None:
+        if task_text is not None:
+            return resolve_tasks(task_text)
+        pool = _component_id(data, "datapool")
+        said = f"its datapool '{pool}' is no task's data" if pool else "it names no datapool or task"
+        raise GrueError(
+            f"cannot tell which task the config is for: {said}",
+            source=source,
+            key="datapool.id" if pool else "task",
+            fix="pass --task <id> (see `grue ls tasks`)",
+        )
+    if task_text is not None and resolve_tasks(task_text) != [task]:
+        raise GrueError(
+            f"--task {task_text} disagrees with the config, which is for task '{task}'",
+            source=source,
+            key="task" if "task" in data else "datapool.id",
+            fix=f"leave --task out (or pass --task {task}), or give a config of task {task_text}",
+        )
+    return resolve_tasks(task)
+
+
+def _config_algs(alg_text: str | None, data: dict[str, Any], source: str) -> list[str]:
+    """The config's ``alg.id``, which every ``--alg`` chain (if given) must end with."""
+    alg = _component_id(data, "alg")
+    if alg is None:
+        return resolve_algs(alg_text or "ppo")
+    if alg_text is None:
+        return resolve_algs(alg)
+    algs = resolve_algs(alg_text)
+    if any(chain.split("+")[-1] != alg for chain in algs):
+        raise GrueError(
+            f"--alg {alg_text} disagrees with the config, whose algorithm is '{alg}'",
+            source=source,
+            key="alg.id",
+            fix=f"leave --alg out (or pass --alg {alg} or supervised+{alg}), or change alg.id",
+        )
+    return algs
+
+
+def resolve_grid(
+    task_text: str | None, alg_text: str | None, config_file: Path | None, overrides: list[str] = ()
+) -> tuple[list[str], list[str]]:
+    """Tasks and algorithm chains of ``grue run``: from ``--task`` and ``--alg`` (default: the
+    seven GRUE tasks, ppo); with a config file, from the config, which they must agree with."""
+    if config_file is None:
+        return resolve_tasks(task_text or "all"), resolve_algs(alg_text or "ppo")
+    data = config_data(config_file, overrides)
+    source = f"{config_file} (with --set overrides)" if overrides else str(config_file)
+    return _config_task(task_text, data, source), _config_algs(alg_text, data, source)
+
+
+def _base_lm(profile: str, task: str) -> str:
+    """What replaces a hub base LM under an offline profile, for the log."""
+    if profile == "tiny":
+        return f"the tiny profile's LM, trained here on task {task}'s texts"
+    return "the small profile's LM, SmolLM2-135M-Instruct"
+
+
+def _named_models(data: dict[str, Any], profile: str, task: str) -> Iterator[tuple[str, dict, str, str]]:
+    """(key path, the mapping holding the key, the key, its offline counterpart) of every model
+    name in a config."""
+    for path in BASE_LM_KEYS:
+        node: Any = data
+        *parents, key = path.split(".")
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and key in node:
+            yield path, node, key, _base_lm(profile, task)
+    evaluation = data.get("train_evaluation")
+    metrics = evaluation.get("metrics") if isinstance(evaluation, dict) else None
+    components = [("reward_fn", data.get("reward_fn"))]
+    components += [(f"train_evaluation.metrics.{i}", m) for i, m in enumerate(metrics or [])]
+    for where, component in components:
+        args = component.get("args") if isinstance(component, dict) else None
+        if not isinstance(args, dict):
+            continue
+        for key in (*MODEL_ARGS, *COMPONENT_MODEL_ARGS.get(component.get("id"), ())):
+            if key in args:
+                yield f"{where}.args.{key}", args, key, f"{component.get('id')}'s offline default"
+
+
+def offline_models(data: dict[str, Any], profile: str, task: str) -> dict[str, Any]:
+    """``data`` with every hub model it names unset, so that ``profile``'s offline counterpart
+    is used: an RL4LMs config then runs offline. Local folders are kept; each change is logged,
+    since the run no longer uses the models the config names."""
+    data = copy.deepcopy(data)
+    for path, node, key, counterpart in list(_named_models(data, profile, task)):
+        name = node[key]
+        if isinstance(name, str) and Path(name).expanduser().exists():
+            continue
+        del node[key]
+        log.info("%s profile: %s %s -> %s", profile, path, name, counterpart)
+    return data
+
+
+def _task_defaults(task: str, alg: str, profile: str) -> dict[str, Any]:
+    """The task's run config for ``alg`` under ``profile``. The small profile changes only the
+    base LM, so a task with no small defaults lends it its tiny ones (sizes, metrics)."""
+    from grue_bench import plugins
+
+    spec = plugins.TASKS.get(task)
+    sizes = "tiny" if profile == "small" and "small" not in spec.profiles else profile
+    return spec.run_config_data(alg.split("+")[-1], sizes)
+
+
 def build_specs(
     tasks: list[str],
     algs: list[str],
     seeds: list[int],
-    profile: str,
+    profile: str | None,
     config_file: Path | None = None,
     overrides: list[str] = (),
     extra: dict[str, Any] | None = None,
+    offline: bool = False,
 ) -> list[RunSpec]:
-    """Every (task, alg, seed) with its config: task defaults < config file < --set overrides."""
-    from grue_bench import plugins
+    """Every (task, alg, seed) with its config: task defaults < config file < --set overrides.
 
+    ``profile`` None takes the config file's ``profile`` key, else tiny. ``offline`` (an offline
+    profile given on the command line) replaces the hub models the config file names.
+    """
     user = read_yaml_mapping(config_file) if config_file else {}
+    profile = profile or user.get("profile") or "tiny"
     specs = []
     for task in tasks:
-        spec = plugins.TASKS.get(task)
+        file_data = offline_models(user, profile, task) if offline and profile in OFFLINE_PROFILES else user
         for alg in algs:
-            data = deep_merge(spec.run_config_data(alg.split("+")[-1], profile), user)
+            data = deep_merge(_task_defaults(task, alg, profile), file_data)
             data = deep_merge(data, extra or {})
             for assignment in overrides:
                 apply_override(data, assignment)
