@@ -53,10 +53,11 @@ def newline_sentences(text: str) -> str:
 
 
 class Rouge(Metric):
-    """ROUGE-1/2/L/Lsum F-measure; per sample the best reference, corpus the mean over samples."""
+    """ROUGE-1/2/L/Lsum F-measure; per sample the first (or best) reference, corpus the mean over samples."""
 
-    def __init__(self, use_stemmer: bool = True, use_single_ref: bool = False, split_sentences: bool = True):
-        """``use_single_ref`` scores against the first reference only (RL4LMs's default for CNN/DM);
+    def __init__(self, use_stemmer: bool = True, use_single_ref: bool = True, split_sentences: bool = True):
+        """``use_single_ref`` (RL4LMs's default, True) scores against each sample's first reference only;
+        False takes the best of all references (RL4LMs's NarrativeQA configs set it).
         ``split_sentences`` puts one sentence per line for rougeLsum (texts with newlines are kept)."""
         from rouge_score import rouge_scorer
 

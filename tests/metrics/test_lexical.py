@@ -51,12 +51,20 @@ def test_empty_or_unrelated_predictions_reach_the_floor(prediction):
 def test_rouge_is_the_best_reference_per_sample_and_the_mean_over_samples():
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
     expected = [scorer.score_multi(refs, pred) for pred, refs in PAIRS]
-    result = score(Rouge(), PREDICTIONS, REFERENCES)
+    result = score(Rouge(use_single_ref=False), PREDICTIONS, REFERENCES)
     for key in ("rouge1", "rouge2", "rougeL", "rougeLsum"):
         per_sample = [e[key].fmeasure for e in expected]
         assert result[f"lexical/rouge_{key}"] == (per_sample, sum(per_sample) / 3)
-    single = score(Rouge(use_single_ref=True), PREDICTIONS, REFERENCES)["lexical/rouge_rouge1"][0]
-    assert single == [scorer.score(refs[0], pred)["rouge1"].fmeasure for pred, refs in PAIRS]
+
+
+def test_rouge_scores_against_the_first_reference_by_default_as_rl4lms():
+    """RL4LMs's RougeMetric defaults to ``use_single_ref=True``: only ``references[0]`` counts."""
+    prediction, references = "the cat sat on a mat", ["a dog barked", "the cat sat on a mat"]
+    # Against "a dog barked" only "a" is shared: P = 1/6, R = 1/3, F = 2PR / (P + R) = 2/9.
+    per_sample, corpus = score(Rouge(), [prediction], [references])["lexical/rouge_rouge1"]
+    assert per_sample == [pytest.approx(2 / 9)] and corpus == pytest.approx(2 / 9)
+    best = score(Rouge(use_single_ref=False), [prediction], [references])["lexical/rouge_rouge1"]
+    assert best == ([1.0], 1.0)
 
 
 def test_rouge_lsum_sees_one_sentence_per_line():
