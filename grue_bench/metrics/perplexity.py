@@ -5,8 +5,10 @@ the ``model`` passed to ``compute`` (the policy's causal LM, as in RL4LMs). Whic
 ``tokenizer_name`` when set, else ``model.tokenizer`` when the caller attached one to the LM, else the
 tokenizer saved with ``model_name``.
 
-As in RL4LMs the references are joined with blank lines into one text and scored in windows of the LM's
-context length, advancing by ``stride`` tokens (default half the window); every token but the first is
+As in RL4LMs the references (or, with ``use_text_from_meta_data``, each sample's ``meta_info["reference"]``)
+are joined with blank lines into one text and scored in windows of the LM's context length, advancing by
+``stride`` tokens (default half the window; a stride not shorter than the window, such as RL4LMs's 512 on a
+small LM, is cut to the window minus one, with a log line); every token but the first is
 scored exactly once (RL4LMs's loop miscounts window edges), so one window gives exactly ``exp`` of the LM's
 mean token loss.
 Train splits are skipped by default, as RL4LMs does, because this is slow and the references are the
@@ -32,6 +34,28 @@ def _context_length(lm: Any) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
+
+
+def _usable_stride(stride: int | None, window: int) -> int:
+    """``stride`` (default half the window), cut to ``window - 1`` so every scored token keeps context.
+
+    RL4LMs configs set ``stride: 512`` for GPT-2's 1024-token window; a small LM's window can be shorter
+    than that, and RL4LMs's own loop then scores only the last window of each stride and skips the rest.
+    """
+    if window < 2:
+        raise GrueError(
+            f"a window of {window} token leaves no context to score a token with",
+            key="causal_perplexity.max_length",
+            fix="set max_length >= 2 (or leave it unset for the LM's context length)",
+        )
+    if stride is None:
+        return window // 2
+    if stride >= window:
+        logger.info(
+            "perplexity: stride %d not shorter than the %d-token window: using %d", stride, window, window - 1
+        )
+        return window - 1
+    return stride
 
 
 def sliding_window_nll(lm: Any, input_ids: Any, window: int, stride: int) -> tuple[float, int]:
@@ -73,8 +97,11 @@ class Perplexity(Metric):
         skip_train_split: bool = True,
         tokenizer_id: str | None = None,
         model_type: Literal["causal"] = "causal",
+        use_text_from_meta_data: bool = False,
     ) -> None:
-        """``tokenizer_id`` and ``model_type`` are RL4LMs's names (perplexity is for causal LMs only)."""
+        """``tokenizer_id`` and ``model_type`` are RL4LMs's names (perplexity is for causal LMs only);
+        ``use_text_from_meta_data`` (RL4LMs's) scores each sample's ``meta_info["reference"]`` instead of
+        its references."""
         tokenizer_name = tokenizer_name or tokenizer_id
         if stride is not None and stride < 1:
             raise GrueError(f"stride must be >= 1, got {stride}", key="causal_perplexity.stride")
@@ -83,6 +110,7 @@ class Perplexity(Metric):
         self.stride = stride
         self.max_length = max_length
         self.skip_train_split = skip_train_split
+        self.use_text_from_meta_data = use_text_from_meta_data
         self._lm: Any = None
         self._tokenizer: Any = None
 
@@ -99,7 +127,7 @@ class Perplexity(Metric):
         if self.skip_train_split and split_name == "train":
             return {}
         lm, tokenizer = self._lm_and_tokenizer(model)
-        text = "\n\n".join(ref for refs in reference_texts for ref in refs)
+        text = "\n\n".join(self._texts(reference_texts, meta_infos))
         input_ids = tokenizer(text, return_tensors="pt").input_ids
         window = self.max_length or _context_length(lm)
         if window is None:
@@ -108,14 +136,7 @@ class Perplexity(Metric):
                 key="causal_perplexity.max_length",
                 fix="set max_length",
             )
-        stride = self.stride or max(1, window // 2)
-        if stride >= window:
-            raise GrueError(
-                f"stride {stride} must be smaller than the window of {window} tokens, so that every "
-                "scored token has context",
-                key="causal_perplexity.stride",
-                fix=f"set stride < {window} (e.g. {max(1, window // 2)})",
-            )
+        stride = _usable_stride(self.stride, window)
         was_training = lm.training
         lm.eval()  # dropout off while scoring; the policy's mode is restored below
         try:
@@ -126,6 +147,22 @@ class Perplexity(Metric):
             raise GrueError("perplexity needs references of at least two tokens in total")
 
         return {"fluency_metrics/perplexity": (None, math.exp(total / count))}
+
+    def _texts(self, reference_texts: list[list[str]], meta_infos: list[dict[str, Any]] | None) -> list[str]:
+        """Every reference, or each sample's ``meta_info["reference"]`` with ``use_text_from_meta_data``."""
+        if not self.use_text_from_meta_data:
+            return [ref for refs in reference_texts for ref in refs]
+        infos = meta_infos or []
+        missing = [i for i, info in enumerate(infos) if "reference" not in info]
+        if missing or len(infos) != len(reference_texts):
+            raise GrueError(
+                f"use_text_from_meta_data is set but samples {missing[:5]} have no meta_info 'reference' "
+                f"({len(infos)} meta_infos for {len(reference_texts)} samples)",
+                key="causal_perplexity.use_text_from_meta_data",
+                fix="give every sample a 'reference' in its meta data, or unset use_text_from_meta_data "
+                "to score the references",
+            )
+        return [info["reference"] for info in infos]
 
     def needs_policy_model(self) -> bool:
         return self.model_name is None

@@ -71,22 +71,32 @@ def _metric_reward(metric: str, keys: list[str], scale: float = 1.0, offset: flo
 
 
 class RougeReward(MetricReward):
-    """RL4LMs ``rouge``: one ROUGE variant's F-measure."""
+    """RL4LMs ``rouge``: one ROUGE variant's F-measure, against the first reference unless
+    ``use_single_ref`` is False (RL4LMs's default and meaning)."""
 
     def __init__(
-        self, rouge_type: str = "rouge1", use_stemmer: bool = True, shaping_fn: str | None = None
+        self,
+        rouge_type: str = "rouge1",
+        use_stemmer: bool = True,
+        shaping_fn: str | None = None,
+        use_single_ref: bool = True,
     ) -> None:
-        super().__init__(
-            "rouge", [f"lexical/rouge_{rouge_type}"], {"use_stemmer": use_stemmer}, shaping_fn=shaping_fn
-        )
+        args = {"use_stemmer": use_stemmer, "use_single_ref": use_single_ref}
+        super().__init__("rouge", [f"lexical/rouge_{rouge_type}"], args, shaping_fn=shaping_fn)
 
 
 class RougeCombinedReward(MetricReward):
-    """RL4LMs ``rouge_combined``: the mean of ROUGE-1, ROUGE-2 and ROUGE-L."""
+    """RL4LMs ``rouge_combined``: the mean of ROUGE-1, ROUGE-2 and ROUGE-L against the first reference.
 
-    def __init__(self, use_stemmer: bool = True, shaping_fn: str | None = None) -> None:
+    RL4LMs always uses the first; ``use_single_ref: false`` (a GRUE extension) takes the best reference.
+    """
+
+    def __init__(
+        self, use_stemmer: bool = True, shaping_fn: str | None = None, use_single_ref: bool = True
+    ) -> None:
         keys = [f"lexical/rouge_{k}" for k in ("rouge1", "rouge2", "rougeL")]
-        super().__init__("rouge", keys, {"use_stemmer": use_stemmer}, shaping_fn=shaping_fn)
+        args = {"use_stemmer": use_stemmer, "use_single_ref": use_single_ref}
+        super().__init__("rouge", keys, args, shaping_fn=shaping_fn)
 
 
 MeteorReward = _metric_reward("meteor", ["lexical/meteor"])

@@ -55,6 +55,14 @@ def test_several_references_take_the_best(metric):
     assert best[0] > 0.99 > worst[0]
 
 
+def test_a_language_other_than_english_is_refused_for_the_english_minilm():
+    """RL4LMs's IWSLT configs set ``language: de``; bert-score then uses a multilingual model."""
+    with pytest.raises(GrueError, match="all-MiniLM-L6-v2 is an English model") as error:
+        BertScore(language="de")
+    assert "bert_score.model_type" in str(error.value)
+    assert "bert-base-multilingual-cased" in str(error.value)
+
+
 def test_rescaling_is_refused_for_minilm():
     with pytest.raises(GrueError, match="no rescaling baseline for all-MiniLM-L6-v2"):
         BertScore(rescale_with_baseline=True)

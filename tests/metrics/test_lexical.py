@@ -51,12 +51,20 @@ def test_empty_or_unrelated_predictions_reach_the_floor(prediction):
 def test_rouge_is_the_best_reference_per_sample_and_the_mean_over_samples():
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
     expected = [scorer.score_multi(refs, pred) for pred, refs in PAIRS]
-    result = score(Rouge(), PREDICTIONS, REFERENCES)
+    result = score(Rouge(use_single_ref=False), PREDICTIONS, REFERENCES)
     for key in ("rouge1", "rouge2", "rougeL", "rougeLsum"):
         per_sample = [e[key].fmeasure for e in expected]
         assert result[f"lexical/rouge_{key}"] == (per_sample, sum(per_sample) / 3)
-    single = score(Rouge(use_single_ref=True), PREDICTIONS, REFERENCES)["lexical/rouge_rouge1"][0]
-    assert single == [scorer.score(refs[0], pred)["rouge1"].fmeasure for pred, refs in PAIRS]
+
+
+def test_rouge_scores_against_the_first_reference_by_default_as_rl4lms():
+    """RL4LMs's RougeMetric defaults to ``use_single_ref=True``: only ``references[0]`` counts."""
+    prediction, references = "the cat sat on a mat", ["a dog barked", "the cat sat on a mat"]
+    # Against "a dog barked" only "a" is shared: P = 1/6, R = 1/3, F = 2PR / (P + R) = 2/9.
+    per_sample, corpus = score(Rouge(), [prediction], [references])["lexical/rouge_rouge1"]
+    assert per_sample == [pytest.approx(2 / 9)] and corpus == pytest.approx(2 / 9)
+    best = score(Rouge(use_single_ref=False), [prediction], [references])["lexical/rouge_rouge1"]
+    assert best == ([1.0], 1.0)
 
 
 def test_rouge_lsum_sees_one_sentence_per_line():
@@ -70,10 +78,71 @@ def test_rouge_lsum_sees_one_sentence_per_line():
     assert score(no_split, [prediction], [[reference]])["lexical/rouge_rougeLsum"][1] == unsplit.fmeasure
 
 
-def test_rouge_l_max_takes_the_best_reference():
-    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-    expected = [max(scorer.score(r, p)["rougeL"].fmeasure for r in refs) for p, refs in PAIRS]
-    assert score(RougeLMax(), PREDICTIONS, REFERENCES)["lexical/rouge_l_max"] == (expected, sum(expected) / 3)
+CATS = "The cats were sitting on the mat."
+CAT_REFERENCES = ["A cat sat on a mat.", "the cats are sitting on the mats"]
+NARRATIVE_QA_ARGS = {  # RL4LMs's NarrativeQA configs
+    "max_n": 4,
+    "limit_length": True,
+    "length_limit": 100,
+    "length_limit_type": "words",
+    "apply_avg": True,
+    "apply_best": True,
+    "alpha": 0.5,
+    "weight_factor": 1.2,
+    "stemming": True,
+}
+
+
+# Expected values are py-rouge 1.1's own, from rouge.Rouge(metrics=["rouge-l"], **args).get_scores(text,
+# [reference])["rouge-l"]["f"] maximised over references (RL4LMs's RougeLMax); the comments derive them.
+@pytest.mark.parametrize(
+    ("args", "prediction", "references", "expected"),
+    [
+        # stemmed: "the cat were sit on the mat" vs "the cat are sit on the mat": LCS 6 of 7 and 7
+        ({}, CATS, CAT_REFERENCES, 6 / 7),
+        # unstemmed: LCS "the cats sitting on the" is 5 of 7 and 7
+        ({"stemming": False}, CATS, CAT_REFERENCES, 5 / 7),
+        # weight_factor takes the 1/1.2 power of P = R = 6/7
+        ({"weight_factor": 1.2}, CATS, CAT_REFERENCES[1:], (6 / 7) ** (1 / 1.2)),
+        (NARRATIVE_QA_ARGS, CATS, CAT_REFERENCES, (6 / 7) ** (1 / 1.2)),
+        # P = 1, R = 1/2: F = P R / ((1 - alpha) P + alpha R) = 0.5 / 0.9
+        ({"alpha": 0.2}, "the cat sat", ["the cat sat on the mat"], 0.5 / 0.9),
+        # both cut to 3 words, "the cat were" vs "the cat are": 2 of 3
+        ({"length_limit": 3, "length_limit_type": "words"}, CATS, CAT_REFERENCES[1:], 2 / 3),
+        ({"length_limit": 3, "limit_length": False}, CATS, CAT_REFERENCES[1:], 6 / 7),
+        # both cut to 12 characters, "the cat wer" vs "the cat are": 2 of 3
+        ({"length_limit": 12}, CATS, CAT_REFERENCES[1:], 2 / 3),
+        # sentences are lines, their LCS hits united: the, cat, sat, ran: P = 4/6, R = 4/5
+        ({}, "the cat sat\nthe cat ran", ["the cat sat and ran"], 2 * (4 / 6) * (4 / 5) / (4 / 6 + 4 / 5)),
+        # the text's one "cat" is used up by the reference's first line: P = 1, R = 1/2
+        ({}, "cat", ["cat\ncat"], 2 / 3),
+        # "cannot" stays one token, "can not" and nltk's "gon na" are two: LCS 5 of 6 and 7, F = 10/13
+        ({}, "He cannot go, gonna stay.", ["he can not go; gonna stay"], 10 / 13),
+    ],
+)
+def test_rouge_l_max_gives_py_rouges_numbers(args, prediction, references, expected):
+    per_sample, corpus = score(RougeLMax(**args), [prediction], [references])["lexical/rouge_l_max"]
+    assert per_sample == [pytest.approx(expected, abs=1e-12)] and corpus == pytest.approx(expected, abs=1e-12)
+
+
+def test_rouge_l_max_is_the_mean_of_the_best_references():
+    result = score(RougeLMax(), [CATS, "the cat sat"], [CAT_REFERENCES, ["the cat sat on the mat"]])
+    per_sample, corpus = result["lexical/rouge_l_max"]
+    assert per_sample == pytest.approx([6 / 7, 2 / 3]) and corpus == pytest.approx((6 / 7 + 2 / 3) / 2)
+
+
+@pytest.mark.parametrize(
+    ("args", "key"),
+    [
+        ({"apply_avg": False, "apply_best": False}, "apply_avg"),
+        ({"length_limit_type": "lines"}, "length_limit_type"),
+        ({"weight_factor": 0}, "weight_factor"),
+        ({"max_n": 0}, "max_n"),
+    ],
+)
+def test_rouge_l_max_refuses_what_py_rouge_or_rl4lms_cannot_use(args, key):
+    with pytest.raises(GrueError, match=f"rouge_l_max.{key}"):
+        RougeLMax(**args)
 
 
 @pytest.mark.filterwarnings("ignore:\\s*The hypothesis contains 0 counts")

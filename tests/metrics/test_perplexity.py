@@ -118,10 +118,36 @@ def test_without_a_tokenizer_it_says_how_to_give_one(tiny_lm):
         perplexity(Perplexity(), [[LINES[0]]], model=bare)
 
 
-def test_a_stride_as_long_as_the_window_is_refused(tiny_lm):
+def test_a_stride_longer_than_the_window_is_cut_to_the_window_minus_one(tiny_lm, caplog):
+    """RL4LMs configs use ``stride: 512``; the tiny LM's context is 32 tokens."""
     lm, tokenizer = tiny_lm
-    with pytest.raises(GrueError, match="must be smaller than the window"):
-        perplexity(Perplexity(stride=8, max_length=8), [[LINES[0]]], model=_with_tokenizer(lm, tokenizer))
+    model = _with_tokenizer(lm, tokenizer)
+    references = [[line] for line in LINES * 2]  # about 55 tokens, more than the window
+    with caplog.at_level("INFO", logger="grue_bench.metrics.perplexity"):
+        cut = perplexity(Perplexity(stride=512), references, model=model)
+    assert cut == perplexity(Perplexity(stride=31), references, model=model)
+    assert "stride 512" in caplog.text and "using 31" in caplog.text
+    assert perplexity(Perplexity(stride=8, max_length=8), references, model=model) == perplexity(
+        Perplexity(stride=7, max_length=8), references, model=model
+    )
+
+
+def test_a_window_of_one_token_is_refused(tiny_lm):
+    lm, tokenizer = tiny_lm
+    with pytest.raises(GrueError, match="window of 1 token"):
+        perplexity(Perplexity(max_length=1), [[LINES[0]]], model=_with_tokenizer(lm, tokenizer))
+
+
+def test_use_text_from_meta_data_scores_each_samples_meta_info_reference(tiny_lm):
+    """RL4LMs's ``use_text_from_meta_data``: the texts are ``meta_info["reference"]``, not the references."""
+    lm, tokenizer = tiny_lm
+    model = _with_tokenizer(lm, tokenizer)
+    metric = Perplexity(use_text_from_meta_data=True)
+    meta_infos = [{"reference": LINES[3]}, {"reference": LINES[4]}]
+    from_meta = metric.compute(["", ""], ["", ""], [[LINES[0]], [LINES[1]]], meta_infos, model, "validation")
+    assert from_meta == perplexity(Perplexity(), [[LINES[3]], [LINES[4]]], model=model)
+    with pytest.raises(GrueError, match="no meta_info 'reference'"):
+        metric.compute([""], [""], [[LINES[0]]], [{"other": 1}], model, "validation")
 
 
 def _with_tokenizer(lm, tokenizer):
