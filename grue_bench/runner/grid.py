@@ -43,10 +43,9 @@ BASE_LM_KEYS = ("tokenizer.model_name", "alg.model_name", "alg.policy.args.model
 MODEL_ARGS = ("model_name", "tokenizer_id", "tokenizer_name")
 """Reward and metric arguments naming a hub model; unset, each takes its offline default (the
 offline classifiers, the policy's own LM and tokenizer for perplexity)."""
-COMPONENT_MODEL_ARGS = {"bert_score": ("model_type",), "causal_perplexity": ("stride",)}
-"""Further arguments naming a hub model or sized for one, per reward or metric id: BERTScore's
-backbone; the perplexity stride (RL4LMs's 512 is half GPT-2's window, the tiny LM's whole one;
-unset, it is half the window of the LM scored)."""
+COMPONENT_MODEL_ARGS = {"bert_score": ("model_type",)}
+"""Further arguments naming a hub model, per reward or metric id: BERTScore's backbone. (The
+perplexity's stride stays: one longer than the scored LM's window is cut to fit it.)"""
 
 
 @dataclass(frozen=True)
