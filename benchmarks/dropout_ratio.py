@@ -18,6 +18,8 @@ import argparse
 import logging
 import random
 
+from make_workload import workload_gpt2  # this folder's: scripts run from it or by path
+
 ALGS = ("ppo", "nlpo", "grpo", "rloo", "trpo")
 ROW = "{:6} {:18} {:>14} {:>13} {:>13}"
 
@@ -34,25 +36,6 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def gpt2_with_dropout(tokenizer, args):
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=256,
-        n_embd=args.width,
-        n_layer=args.layers,
-        n_head=4,
-        resid_pdrop=args.dropout,
-        embd_pdrop=args.dropout,
-        attn_pdrop=args.dropout,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    return GPT2LMHeadModel(config)
-
-
 def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str, float]:
     """The largest approx_kl and clip fraction over all minibatches; TRPO: whether it stepped."""
     import torch
@@ -65,7 +48,7 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
     from grue_bench.rl.rollout import GenerationSettings
 
     torch.manual_seed(0)
-    lm = gpt2_with_dropout(tokenizer, args)
+    lm = workload_gpt2(tokenizer, args.layers, args.width, args.dropout)
     if alg in ("grpo", "rloo"):  # a rollout of episodes, in groups of 4
         n_envs, hparams = 1, {"n_steps": args.episodes, "batch_size": args.episodes // 2, "group_size": 4}
     else:  # RL4LMs: n_envs x n_steps transitions, here full-length episodes

@@ -22,6 +22,26 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
+def workload_gpt2(tokenizer, layers: int, width: int, dropout: float = 0.0):
+    """The workload's GPT-2 built from config (4 heads, 256 positions) over ``tokenizer``."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=256,
+        n_embd=width,
+        n_layer=layers,
+        n_head=4,
+        resid_pdrop=dropout,
+        embd_pdrop=dropout,
+        attn_pdrop=dropout,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
+    return GPT2LMHeadModel(config)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench_workload"))
@@ -32,27 +52,13 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
 
     from grue_bench.datapools import TaskPool
     from grue_bench.models import load_base_lm
 
     torch.manual_seed(0)
     tokenizer = load_base_lm("causal", profile="tiny", corpus_id="imdb").tokenizer
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=256,
-        n_embd=args.width,
-        n_layer=args.layers,
-        n_head=4,
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    model = GPT2LMHeadModel(config)
+    model = workload_gpt2(tokenizer, args.layers, args.width)
     model.save_pretrained(args.out / "model")
     tokenizer.save_pretrained(args.out / "model")
     prompts = [s.prompt_or_input_text.replace("\n", " ") for s in TaskPool.prepare("train", task="imdb")]
