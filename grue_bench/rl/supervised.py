@@ -152,7 +152,7 @@ class Supervised:
                         self.optimizer.step()
                         scheduler.step()
                         self.optimizer.zero_grad()
-                    losses.append(float(loss) * self.args.gradient_accumulation_steps)
+                    losses.append(float(loss.detach()) * self.args.gradient_accumulation_steps)
                     steps_left -= 1
                     bar.update(1)
                     bar.set_postfix(loss=f"{losses[-1]:.3f}")
