@@ -81,7 +81,8 @@ class TrainEvaluationConfig(Strict):
     eval_every: PositiveInt = 10
     save_every: PositiveInt | None = None
     metrics: list[Component] = Field(default_factory=list)
-    generation_kwargs: GenerationKwargs = Field(default_factory=GenerationKwargs)
+    generation_kwargs: GenerationKwargs | None = None
+    """None evaluates with the kwargs the model is trained with, as RL4LMs does."""
 
 
 class RunConfig(Strict):
@@ -248,6 +249,17 @@ def _check_alg(alg: AlgConfig, problems: list[Problem]) -> None:
         )
 
 
+def _check_post_processor(kwargs: GenerationKwargs | None, key: str, problems: list[Problem]) -> None:
+    """A named post-processor must be registered: a typo would otherwise fail only at evaluation."""
+    from grue_bench import plugins
+
+    if kwargs is None or kwargs.post_processing_fn is None:
+        return
+    id = kwargs.post_processing_fn.id
+    if id not in plugins.POST_PROCESSORS:
+        problems.extend(plugins.POST_PROCESSORS.unknown(id, key=f"{key}.post_processing_fn.id").problems)
+
+
 def _parsed(model: type[Strict], data: Any) -> Any:
     """``data`` as ``model`` if it is structurally valid, else None (the structural pass reports it)."""
     try:
@@ -277,11 +289,14 @@ def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
     alg = _parsed(AlgConfig, data.get("alg"))
     if alg is not None:
         _check_alg(alg, problems)
+        _check_post_processor(alg.generation_kwargs, "alg.generation_kwargs", problems)
+    te = _parsed(TrainEvaluationConfig, evaluation or {})
+    if te is not None:
+        _check_post_processor(te.generation_kwargs, "train_evaluation.generation_kwargs", problems)
     if task is None and data.get("datapool") is None:
         problems.append(
             Problem("neither 'task' nor 'datapool' is set", "task", "add task: <id> (see `grue ls tasks`)")
         )
-    te = _parsed(TrainEvaluationConfig, evaluation or {})
     if te is not None and te.eval_every > te.n_iters:
         problems.append(
             Problem(

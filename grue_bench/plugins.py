@@ -100,9 +100,15 @@ METRICS: Registry = Registry(
     },
 )
 
+POST_PROCESSORS: Registry = Registry(
+    "post_processors",
+    {"three_sentence_summary": "grue_bench.postprocessing:three_sentence_summary"},
+)
+
 TASKS: Registry[TaskSpec] = Registry("tasks", loader=load_task)
 TASKS.add_discoverer(discover_tasks)
 
 REGISTRIES: dict[str, Registry] = {
-    registry.kind: registry for registry in (TASKS, DATAPOOLS, REWARDS, METRICS, ALGORITHMS, POLICIES)
+    registry.kind: registry
+    for registry in (TASKS, DATAPOOLS, REWARDS, METRICS, ALGORITHMS, POLICIES, POST_PROCESSORS)
 }

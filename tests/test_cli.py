@@ -45,7 +45,7 @@ def test_python_m_grue_bench_runs_the_cli_of_this_interpreter():
 def test_ls_lists_every_kind(run_grue):
     code, out, _ = run_grue("ls")
     assert code == 0
-    for kind in ("tasks", "datapools", "rewards", "metrics", "algorithms", "policies"):
+    for kind in ("tasks", "datapools", "rewards", "metrics", "algorithms", "policies", "post_processors"):
         assert f"\n{kind} (" in "\n" + out
     for id in ("ppo", "nlpo", "a2c", "trpo", "supervised", "maskable_seq2seq_lm_actor_critic_policy"):
         assert f"  {id} " in out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-KINDS = ("tasks", "datapools", "rewards", "metrics", "algorithms", "policies")
+KINDS = ("tasks", "datapools", "rewards", "metrics", "algorithms", "policies", "post_processors")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

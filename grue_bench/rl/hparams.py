@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from grue_bench.schema import Strict
+
+
+class PostProcessorRef(Strict):
+    """A registered post-processor of generated texts, named as RL4LMs names it (``{id: ...}``)."""
+
+    id: str
 
 
 class GenerationKwargs(Strict):
@@ -32,12 +38,14 @@ class GenerationKwargs(Strict):
     length_penalty: float | None = None
     no_repeat_ngram_size: int | None = Field(None, ge=0)
     early_stopping: bool | None = None
-    post_processing: dict[str, Any] | None = None
-    """RL4LMs's generation post-processing options (kept for compatibility)."""
+    post_processing_fn: PostProcessorRef | None = None
+    """Applied to every generated text before evaluation metrics score it (RL4LMs's supervised
+    ``alg.generation_kwargs.post_processing_fn``, e.g. ``three_sentence_summary``); not a
+    ``generate()`` argument."""
 
     def as_kwargs(self) -> dict[str, Any]:
         """The kwargs that were set, ready for ``generate()``."""
-        return self.model_dump(exclude_none=True, exclude={"post_processing"})
+        return self.model_dump(exclude_none=True, exclude={"post_processing_fn"})
 
 
 class AlgArgs(Strict):
@@ -213,6 +221,19 @@ class PolicyArgs(Strict):
     """RL4LMs compatibility: model placement is done by accelerate."""
     prompt_truncation_side: Literal["left", "right"] = "left"
     generation_kwargs: GenerationKwargs = Field(default_factory=GenerationKwargs)
+
+    @field_validator("generation_kwargs")
+    @classmethod
+    def _no_post_processing(cls, kwargs: GenerationKwargs) -> GenerationKwargs:
+        """Rollouts are scored by the reward on the raw texts, so a post-processor here would be
+        silently ignored in training (RL4LMs would pass it to ``generate()`` and fail)."""
+        if kwargs.post_processing_fn is not None:
+            raise ValueError(
+                "post_processing_fn applies to evaluation texts only: "
+                "set it in train_evaluation.generation_kwargs"
+            )
+        return kwargs
+
     critic: Literal["shared", "separate"] = "shared"
     """Value head on the policy's trunk (one LM copy less) or a separate critic model."""
     state_dict_path: str | None = None

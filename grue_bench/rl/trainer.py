@@ -109,19 +109,30 @@ def load_base(config: RunConfig):
     )
 
 
+def training_generation_kwargs(config: RunConfig):
+    """What the model generates with in training: the policy's ``generation_kwargs``, or, without
+    a policy, the supervised trainer's ``alg.generation_kwargs``."""
+    from grue_bench.rl.hparams import GenerationKwargs
+
+    if config.alg.policy is not None:
+        return GenerationKwargs.model_validate(config.alg.policy.args.get("generation_kwargs", {}))
+    return config.alg.generation_kwargs or GenerationKwargs()
+
+
+def evaluation_generation_kwargs(config: RunConfig):
+    """``train_evaluation.generation_kwargs`` as written; left out, the training ones (RL4LMs's
+    ``policy.generate`` falls back to the policy's kwargs, its supervised trainer evaluates with
+    ``alg.generation_kwargs``)."""
+    return config.train_evaluation.generation_kwargs or training_generation_kwargs(config)
+
+
 def generation_settings(config: RunConfig, evaluation: bool = False):
     """How prompts are cut and responses sampled, from ``env`` and the generation kwargs."""
-    from grue_bench.rl.hparams import GenerationKwargs
     from grue_bench.rl.rollout import GenerationSettings
 
     env = config.env.args
     policy_args = config.alg.policy.args if config.alg.policy else {}
-    if evaluation:
-        kwargs = config.train_evaluation.generation_kwargs
-    elif config.alg.policy is not None:
-        kwargs = GenerationKwargs.model_validate(policy_args.get("generation_kwargs", {}))
-    else:
-        kwargs = config.alg.generation_kwargs or config.train_evaluation.generation_kwargs
+    kwargs = evaluation_generation_kwargs(config) if evaluation else training_generation_kwargs(config)
     return GenerationSettings(
         max_prompt_length=env.max_prompt_length,
         prompt_truncation_side=policy_args.get("prompt_truncation_side", env.prompt_truncation_side),

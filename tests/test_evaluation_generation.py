@@ -1,0 +1,120 @@
+"""Evaluation generates as RL4LMs does: ``train_evaluation.generation_kwargs`` when written, else
+the training kwargs; a named ``post_processing_fn`` rewrites the texts before they are scored."""
+
+import pytest
+import torch
+from conftest import RL4LMS_CONFIGS
+
+from grue_bench import plugins
+from grue_bench.config import build_config
+from grue_bench.data import Sample
+from grue_bench.errors import GrueError
+from grue_bench.postprocessing import three_sentence_summary
+from grue_bench.registry import Registry
+from grue_bench.rl.trainer import generation_settings
+from grue_bench.runner.evaluate import evaluate
+from grue_bench.yamlio import read_yaml_mapping
+
+POLICY_KWARGS = {"do_sample": True, "top_k": 5, "max_new_tokens": 7}
+
+
+def _rl_data(**evaluation_kwargs) -> dict:
+    """RL4LMs's IMDB PPO config with only the policy's generation kwargs (unless given)."""
+    data = read_yaml_mapping(RL4LMS_CONFIGS / "imdb_gpt2_ppo.yml")
+    data["alg"]["policy"]["args"]["generation_kwargs"] = dict(POLICY_KWARGS)
+    data["train_evaluation"].pop("generation_kwargs", None)
+    data["train_evaluation"].update(evaluation_kwargs)
+    return data
+
+
+def _supervised_data(**generation_kwargs) -> dict:
+    data = read_yaml_mapping(RL4LMS_CONFIGS / "commongen_t5_supervised.yml")
+    data["alg"]["generation_kwargs"].update(generation_kwargs)
+    return data
+
+
+def test_without_evaluation_kwargs_evaluation_uses_the_policys():
+    config = build_config(_rl_data(), "test")
+    assert generation_settings(config, evaluation=True).generation_kwargs == POLICY_KWARGS
+
+
+def test_evaluation_kwargs_written_are_kept():
+    config = build_config(_rl_data(generation_kwargs={"max_new_tokens": 3}), "test")
+    assert generation_settings(config, evaluation=True).generation_kwargs == {"max_new_tokens": 3}
+
+
+def test_a_supervised_config_evaluates_with_alg_generation_kwargs():
+    config = build_config(_supervised_data(), "test")
+    assert generation_settings(config, evaluation=True).generation_kwargs == {
+        "do_sample": True,
+        "top_k": 0,
+        "temperature": 0.7,
+        "min_length": 5,
+        "max_new_tokens": 20,
+    }
+
+
+def test_three_sentence_summary_keeps_the_first_three_sentences_one_per_line():
+    text = "The cat sat. It was warm! Was it? The dog came. It left."
+    assert three_sentence_summary(text) == "The cat sat.\nIt was warm!\nWas it?"
+    assert three_sentence_summary("  One sentence only  ") == "One sentence only"
+
+
+def test_rl4lms_null_post_processing_fn_is_accepted():
+    config = build_config(_supervised_data(post_processing_fn=None), "test")
+    assert config.alg.generation_kwargs.post_processing_fn is None
+
+
+def test_an_unknown_post_processor_is_an_error_naming_the_key():
+    with pytest.raises(GrueError) as caught:
+        build_config(_supervised_data(post_processing_fn={"id": "three_sentences"}), "test")
+    message = str(caught.value)
+    assert "alg.generation_kwargs.post_processing_fn.id" in message
+    assert "three_sentence_summary" in message
+
+
+def test_a_post_processor_in_the_policy_kwargs_is_refused():
+    data = _rl_data()
+    policy_kwargs = data["alg"]["policy"]["args"]["generation_kwargs"]
+    policy_kwargs["post_processing_fn"] = {"id": "three_sentence_summary"}
+    with pytest.raises(GrueError) as caught:
+        build_config(data, "test")
+    assert "evaluation texts only" in str(caught.value)
+    assert "alg.policy.args.generation_kwargs" in str(caught.value)
+
+
+@pytest.fixture
+def tiny_causal_lm():
+    from rl.tiny_lm import tiny_causal, word_tokenizer
+
+    tokenizer = word_tokenizer()
+    tokenizer.padding_side = "left"
+    return tiny_causal(tokenizer), tokenizer
+
+
+def _evaluate_tiny(lm, tokenizer, data: dict):
+    data["env"]["args"].update(max_prompt_length=8, max_episode_length=24)
+    data["train_evaluation"]["metrics"] = [{"id": "diversity"}]
+    config = build_config(data, "test")
+    samples = [Sample(str(i), "the cat runs 1 2", ["3 4"]) for i in range(6)]
+    return evaluate(lm, tokenizer, "causal", config, samples, "val", torch.device("cpu"))
+
+
+def test_evaluation_samples_at_most_the_policys_max_new_tokens(tiny_causal_lm):
+    lm, tokenizer = tiny_causal_lm
+    torch.manual_seed(0)
+    _, rows = _evaluate_tiny(lm, tokenizer, _rl_data())
+    lengths = [len(tokenizer(row["text"], add_special_tokens=False).input_ids) for row in rows]
+    assert max(lengths) == 7
+
+
+def test_evaluation_scores_the_post_processed_texts(tiny_causal_lm, monkeypatch):
+    lm, tokenizer = tiny_causal_lm
+    registry = Registry("post_processors")
+    registry.register("first_word", lambda text: text.split()[0] if text.split() else "")
+    monkeypatch.setattr(plugins, "POST_PROCESSORS", registry)
+    data = _rl_data(generation_kwargs={**POLICY_KWARGS, "post_processing_fn": {"id": "first_word"}})
+    torch.manual_seed(0)
+    scores, rows = _evaluate_tiny(lm, tokenizer, data)
+    assert all(len(row["text"].split()) <= 1 for row in rows)
+    assert scores.results["diversity"]
