@@ -33,7 +33,8 @@ class TokenizerConfig(Strict):
     """Hub id or path; None takes the profile's tokenizer."""
     padding_side: Literal["left", "right"] = "left"
     truncation_side: Literal["left", "right"] = "left"
-    pad_token_as_eos_token: bool = False
+    pad_token_as_eos_token: bool = True
+    """Pad with EOS when the tokenizer has no pad token (GPT-2); RL4LMs's default is true too."""
 
 
 class EnvArgs(Strict):

@@ -49,12 +49,44 @@ def load_base_lm(
     corpus: Callable[[], list[str]] | None = None,
     corpus_id: str = "",
     seed: int = 0,
+    pad_token_as_eos_token: bool = True,
+    padding_side: str | None = None,
+    truncation_side: str | None = None,
 ) -> BaseLM:
     """The base LM for ``model_type`` under ``profile``; an explicit ``model_name`` (hub id or path) wins.
 
     For ``tiny``, ``corpus`` gives the pretraining texts; without it the texts of task
-    ``corpus_id`` are used (``corpora.task_corpus``).
+    ``corpus_id`` are used (``corpora.task_corpus``). The tokenizer options are the config's
+    ``tokenizer`` keys (see ``configure_tokenizer``); a side left None keeps the source's.
     """
+    base = _load_source(model_type, profile, model_name, corpus, corpus_id, seed)
+    configure_tokenizer(base.tokenizer, pad_token_as_eos_token, padding_side, truncation_side)
+    return base
+
+
+def configure_tokenizer(
+    tokenizer, pad_token_as_eos_token: bool, padding_side: str | None, truncation_side: str | None
+) -> None:
+    """Apply the ``tokenizer`` config keys as RL4LMs's ``build_tokenizer`` does: a tokenizer
+    without a pad token (GPT-2) pads with EOS only when ``pad_token_as_eos_token`` says so
+    (otherwise batching prompts fails, as in RL4LMs); the sides are set when given."""
+    if tokenizer.pad_token is None and pad_token_as_eos_token:
+        tokenizer.pad_token = tokenizer.eos_token
+    if padding_side is not None:
+        tokenizer.padding_side = padding_side
+    if truncation_side is not None:
+        tokenizer.truncation_side = truncation_side
+
+
+def _load_source(
+    model_type: str,
+    profile: str,
+    model_name: str | None,
+    corpus: Callable[[], list[str]] | None,
+    corpus_id: str,
+    seed: int,
+) -> BaseLM:
+    """The model and tokenizer as the source gives them (see the module docstring)."""
     if model_type not in MODEL_TYPES:
         raise GrueError(
             f"unknown model type '{model_type}'",

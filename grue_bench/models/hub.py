@@ -82,7 +82,5 @@ def load_hub(model_name: str, model_type: str) -> BaseLM:
     model.eval()
     if model_type == "causal":
         tokenizer.padding_side = "left"
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
     logger.info("loaded %s model %s", model_type, model_name)
     return BaseLM(model=model, tokenizer=tokenizer, model_type=model_type, name=model_name)  # type: ignore[arg-type]

@@ -70,8 +70,6 @@ def load_small(model_type: str) -> BaseLM:
     model.eval()
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
     logger.info("loaded %s from %s in %.1f s", MODEL_NAME, path, time.perf_counter() - start)
     return BaseLM(model=model, tokenizer=tokenizer, model_type="causal", name=MODEL_NAME)
 

@@ -63,7 +63,9 @@ def encode_prompts(
     device,
     cache: dict[str, list[int]] | None = None,
 ):
-    """Token ids and mask of ``texts``; causal prompts are left-padded for generation. Each
+    """Token ids and mask of ``texts``, cut on ``prompt_truncation_side`` and padded to
+    ``max_prompt_length`` as RL4LMs's observations are (``padding="max_length"``; causal prompts
+    on the left, for generation): the prompt pass costs the full width, as in RL4LMs. Each
     distinct text is tokenized once (GRPO and RLOO repeat every prompt); ``cache`` keeps the
     ids of texts seen in earlier calls (a run draws from the same pool again and again), so
     long prompts, tokenized in full before they are cut, are not tokenized anew."""
@@ -73,24 +75,35 @@ def encode_prompts(
             key="tokenizer.pad_token_as_eos_token",
             fix="set tokenizer.pad_token_as_eos_token: true (or give the tokenizer a pad token)",
         )
-    tokenizer.truncation_side = settings.prompt_truncation_side
     known = {} if cache is None else cache
     new = list(dict.fromkeys(t for t in texts if t not in known))
     if new:
         if len(known) + len(new) > MAX_CACHED_PROMPTS:
             known.clear()
-        encoded = tokenizer(new, truncation=True, max_length=settings.max_prompt_length)
+        encoded = _truncated(tokenizer, new, settings)
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         # an empty prompt still needs one token to condition on
-        known.update((text, ids or [start]) for text, ids in zip(new, encoded["input_ids"], strict=True))
-    ids, mask = _padded([known[t] for t in texts], tokenizer.pad_token_id, left=model_type == "causal")
+        known.update((text, ids or [start]) for text, ids in zip(new, encoded, strict=True))
+    rows = [known[t] for t in texts]
+    ids, mask = _padded(rows, tokenizer.pad_token_id, model_type == "causal", settings.max_prompt_length)
     return ids.to(device), mask.to(device)
 
 
-def _padded(rows: list[list[int]], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows of token ids padded to the longest (on the left: a causal LM generates after the
-    last column), and their attention mask."""
-    width = max(len(row) for row in rows)
+def _truncated(tokenizer, texts: list[str], settings: GenerationSettings) -> list[list[int]]:
+    """Token ids of ``texts`` cut to ``max_prompt_length`` on the prompt's truncation side; the
+    tokenizer's own side (the config's ``tokenizer.truncation_side``) is restored after, as
+    RL4LMs does, so that other users of the tokenizer keep it."""
+    configured = tokenizer.truncation_side
+    tokenizer.truncation_side = settings.prompt_truncation_side
+    try:
+        return tokenizer(texts, truncation=True, max_length=settings.max_prompt_length)["input_ids"]
+    finally:
+        tokenizer.truncation_side = configured
+
+
+def _padded(rows: list[list[int]], pad_id: int, left: bool, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of token ids (none longer than ``width``) padded to ``width`` (on the left: a causal
+    LM generates after the last column), and their attention mask."""
     ids, mask = [], []
     for row in rows:
         gap = width - len(row)
@@ -129,6 +142,9 @@ def generate(
     prompt_ids, prompt_mask = encode_prompts(tokenizer, prompts, settings, model_type, device, prompt_cache)
     kwargs = {"max_new_tokens": settings.max_new_tokens, **(generation_kwargs or settings.generation_kwargs)}
     kwargs["max_new_tokens"] = min(kwargs["max_new_tokens"], settings.max_new_tokens)
+    if model_type == "causal" and "min_length" in kwargs:
+        # RL4LMs's policy adds the padded prompt's width: a causal min_length counts new tokens
+        kwargs["min_length"] += prompt_ids.size(1)
     # [] (not None, which falls back to the model's default) makes EOS an ordinary token
     eos_ids = (
         [tokenizer.eos_token_id] if settings.terminate_on_eos and tokenizer.eos_token_id is not None else []

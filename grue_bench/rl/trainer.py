@@ -106,6 +106,9 @@ def load_base(config: RunConfig):
         corpus=corpus,
         corpus_id=corpus_id,
         seed=0,
+        pad_token_as_eos_token=config.tokenizer.pad_token_as_eos_token,
+        padding_side=config.tokenizer.padding_side,
+        truncation_side=config.tokenizer.truncation_side,
     )
 
 

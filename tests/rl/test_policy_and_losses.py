@@ -111,12 +111,14 @@ def test_each_distinct_prompt_is_tokenized_once_and_cached_ids_are_the_tokenizer
 
 
 @pytest.mark.parametrize(("model_type", "side"), [("causal", "left"), ("seq2seq", "right")])
-def test_prompts_are_padded_like_the_tokenizer_pads_them(model_type, side):
+def test_prompts_are_padded_to_max_prompt_length_as_rl4lms_pads_them(model_type, side):
     tokenizer = word_tokenizer()
     texts = ["1 2 3 4 5", "the cat", "7"]
     ids, mask = encode_prompts(tokenizer, texts, SETTINGS, model_type, "cpu")
     tokenizer.padding_side = side
-    expected = tokenizer.pad({"input_ids": tokenizer(texts)["input_ids"]}, return_tensors="pt")
+    expected = tokenizer(
+        texts, padding="max_length", max_length=SETTINGS.max_prompt_length, return_tensors="pt"
+    )
     assert torch.equal(ids, expected["input_ids"]) and torch.equal(mask, expected["attention_mask"])
 
 

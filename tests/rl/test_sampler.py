@@ -6,7 +6,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper
 
 from grue_bench.rl.masking import ActionMasker
-from grue_bench.rl.policy import ActorCritic, frozen_copy
+from grue_bench.rl.policy import ActorCritic, causal_position_ids, frozen_copy
 from grue_bench.rl.rollout import GenerationSettings, encode_prompts, generate
 from grue_bench.rl.sampler import can_sample, draw, sample
 
@@ -78,7 +78,9 @@ def test_sampled_tokens_follow_generates_warped_distribution():
     torch.manual_seed(0)
     first = sample(lm, "causal", ids, mask, kwargs, 1, [], 0).tokens[:, 0]
     with torch.no_grad():
-        logits = lm(input_ids=ids[:1], attention_mask=mask[:1]).logits[:, -1]
+        # positions skip the left padding, as generate() and the sampler place them
+        logits = lm(input_ids=ids[:1], attention_mask=mask[:1], position_ids=causal_position_ids(mask[:1]))
+        logits = logits.logits[:, -1]
     warped = TopKLogitsWarper(5)(ids[:1], TemperatureLogitsWarper(0.7)(ids[:1], logits))
     expected = torch.softmax(warped, -1)[0]
     observed = torch.bincount(first, minlength=expected.numel()).float() / n
@@ -238,7 +240,7 @@ def test_a_static_cache_too_small_for_prompt_and_response_is_refused_before_samp
 
     tokenizer, lm = _models("causal")
     ids, mask = encode_prompts(tokenizer, ["1 2 3 4 5"], _settings(), "causal", "cpu")
-    with pytest.raises(ValueError, match="5 prompt \\+ 6 new tokens do not fit a static cache of 10"):
+    with pytest.raises(ValueError, match="8 prompt \\+ 6 new tokens do not fit a static cache of 10"):
         sample(lm, "causal", ids, mask, {"do_sample": True}, 6, [1], 0, compiled=CompiledDecoder(lm, 10))
 
 
