@@ -3,11 +3,10 @@ the same per-iteration rewards, losses and KL, the same validation and test scor
 
 import signal
 import subprocess
-import time
 
 import pytest
 
-from .test_runner import count_now, grue_run, rows
+from .test_runner import grue_run, rows, wait_for_store
 
 ITERATIONS = 8
 
@@ -40,11 +39,7 @@ def test_a_run_killed_and_resumed_repeats_the_uninterrupted_run(tmp_path, alg):
 
     store = broken / "s.sqlite"
     process = subprocess.Popen(_command(broken, alg), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while process.poll() is None and time.time() < deadline:
-        time.sleep(0.1)
-        if count_now(store, "select count(*) from runs where last_checkpoint_iteration >= 2"):
-            break
+    wait_for_store(process, store, "select count(*) from runs where last_checkpoint_iteration >= 2")
     assert process.poll() is None, "the run ended before it could be killed mid-way"
     process.send_signal(signal.SIGKILL)
     process.wait()

@@ -69,6 +69,16 @@ def count_now(store_path, query) -> int:
         return 0
 
 
+def wait_for_store(process: subprocess.Popen, store_path, query: str, timeout_s: float = 300) -> None:
+    """Poll until ``select count(*) ...`` ``query`` on the store is non-zero, or ``process`` has
+    ended, or ``timeout_s`` has passed (a bound on the polling, not a timing expectation)."""
+    deadline = time.time() + timeout_s
+    while process.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+        if count_now(store_path, query):
+            return
+
+
 def test_a_run_fills_the_store_and_its_artifacts(tmp_path):
     result = subprocess.run(grue_run(tmp_path), capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -101,11 +111,8 @@ def test_sigkill_mid_grid_then_rerun_gives_exactly_one_finished_run_each(tmp_pat
     )
     store = tmp_path / "s.sqlite"
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while time.time() < deadline:  # kill once the first run has a checkpoint mid-way
-        time.sleep(0.2)
-        if count_now(store, "select count(*) from runs where last_checkpoint_iteration >= 2"):
-            break
+    # kill once the first run has a checkpoint mid-way
+    wait_for_store(process, store, "select count(*) from runs where last_checkpoint_iteration >= 2")
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert rows(store, "select count(*) from runs where status='finished'")[0][0] < 2
@@ -144,11 +151,7 @@ def test_workers_killed_by_the_os_do_not_hang_the_grid(tmp_path):
     with log.open("w") as stderr:  # a file, not a pipe: a full pipe would stall the run while we wait
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
     mid_way = "select count(*) from runs where status = 'running' and last_checkpoint_iteration >= 2"
-    deadline = time.time() + 300
-    while process.poll() is None and time.time() < deadline:
-        time.sleep(0.1)
-        if count_now(store, mid_way):
-            break
+    wait_for_store(process, store, mid_way)
     workers = _worker_pids(process.pid)
     assert process.poll() is None and workers, "the grid ended before a run was mid-way"
     for pid in workers:  # as the OOM killer would: the runs in flight are interrupted
@@ -268,11 +271,7 @@ def test_a_run_a_live_grid_holds_is_left_to_it_and_reported(tmp_path):
     store = tmp_path / "s.sqlite"
     with (tmp_path / "first.txt").open("w") as stderr:
         first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
-    deadline = time.time() + 300
-    while first.poll() is None and time.time() < deadline:
-        time.sleep(0.1)
-        if count_now(store, "select count(*) from runs where status = 'running'"):
-            break
+    wait_for_store(first, store, "select count(*) from runs where status = 'running'")
     assert first.poll() is None, "the grid ended before its run was running"
     pause_between_writes(first.pid, store)  # alive, and holding its run, whatever the machine's load
     try:
