@@ -14,6 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 RL4LMS_CONFIGS = Path(__file__).resolve().parent / "data" / "rl4lms_configs"
+RL4LMS_TASK_CONFIGS = RL4LMS_CONFIGS / "task_configs"
+"""RL4LMs's own 44 task configs, unchanged (see SOURCE.md there)."""
 
 
 def session_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

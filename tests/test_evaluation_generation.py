@@ -3,7 +3,7 @@ the training kwargs; a named ``post_processing_fn`` rewrites the texts before th
 
 import pytest
 import torch
-from conftest import RL4LMS_CONFIGS
+from conftest import RL4LMS_CONFIGS, RL4LMS_TASK_CONFIGS
 
 from grue_bench import plugins
 from grue_bench.config import build_config
@@ -20,7 +20,7 @@ POLICY_KWARGS = {"do_sample": True, "top_k": 5, "max_new_tokens": 7}
 
 def _rl_data(**evaluation_kwargs) -> dict:
     """RL4LMs's IMDB PPO config with only the policy's generation kwargs (unless given)."""
-    data = read_yaml_mapping(RL4LMS_CONFIGS / "imdb_gpt2_ppo.yml")
+    data = read_yaml_mapping(RL4LMS_TASK_CONFIGS / "imdb_text_continuation" / "gpt2_ppo.yml")
     data["alg"]["policy"]["args"]["generation_kwargs"] = dict(POLICY_KWARGS)
     data["train_evaluation"].pop("generation_kwargs", None)
     data["train_evaluation"].update(evaluation_kwargs)

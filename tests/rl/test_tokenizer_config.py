@@ -2,10 +2,10 @@
 padded to ``max_prompt_length`` (observation.py), a causal ``min_length`` counted in new tokens
 (causal_policy.py adds the padded prompt's width to it)."""
 
-from pathlib import Path
 
 import pytest
 import torch
+from conftest import RL4LMS_TASK_CONFIGS
 
 from grue_bench.models import configure_tokenizer
 from grue_bench.rl.rollout import GenerationSettings, encode_prompts, generate
@@ -13,7 +13,7 @@ from grue_bench.rl.rollout import GenerationSettings, encode_prompts, generate
 from .tiny_lm import tiny_causal, word_tokenizer
 
 EOS = 1
-IMDB_PPO = Path(__file__).parents[1] / "data" / "rl4lms_configs" / "imdb_gpt2_ppo.yml"
+IMDB_PPO = RL4LMS_TASK_CONFIGS / "imdb_text_continuation" / "gpt2_ppo.yml"
 
 
 def test_pad_token_as_eos_token_gives_a_tokenizer_without_pad_its_eos_and_the_sides_are_set():

@@ -5,20 +5,20 @@ import subprocess
 import sys
 
 import pytest
-from conftest import RL4LMS_CONFIGS
+from conftest import RL4LMS_CONFIGS, RL4LMS_TASK_CONFIGS
 
 from grue_bench.errors import GrueError
 from grue_bench.runner.grid import GRUE_TASKS, build_specs, resolve_grid
 from grue_bench.store import Store
 
-IMDB_PPO = RL4LMS_CONFIGS / "imdb_gpt2_ppo.yml"
+IMDB_PPO = RL4LMS_TASK_CONFIGS / "imdb_text_continuation" / "gpt2_ppo.yml"
 """RL4LMs's own IMDB PPO config, unchanged (see SOURCE.md)."""
 
 
 @pytest.mark.parametrize(
     ("name", "task", "alg"),
     [
-        ("imdb_gpt2_ppo.yml", "imdb", "ppo"),
+        ("task_configs/imdb_text_continuation/gpt2_ppo.yml", "imdb", "ppo"),
         ("imdb_gpt2_nlpo.yml", "imdb", "nlpo"),
         ("cnn_dm_t5_ppo.yml", "cnn_dailymail", "ppo"),
         ("commongen_t5_supervised.yml", "commongen", "supervised"),
