@@ -8,5 +8,5 @@ _INCREASING = IncreasingNumbers(min_tokens=10)
 
 
 def increasing_numbers(texts: list[str]) -> list[float]:
-    """The synthetic task's reward: the increasing run of numbers at the start of each text."""
+    """The synthetic task's reward: the increasing run among each text's numbers (RL4LMs's)."""
     return _INCREASING.batch([""] * len(texts), list(texts), [[]] * len(texts), [{}] * len(texts))

@@ -64,6 +64,8 @@ REWARDS: Registry = Registry(
         "learned_reward": f"{_R}:SentimentReward",
         "intent_accuracy": f"{_R}:IntentAccuracyReward",
         "common_gen_repeat_penalty": "grue_bench.rewards.synthetic:CommonGenRepeatPenalty",
+        "common_gen_repeat_penalty_batched": "grue_bench.rewards.synthetic:CommonGenRepeatPenalty",
+        "common_gen_preference_model": "grue_bench.rewards.preference:CommonGenPreference",
         "increasing_numbers": "grue_bench.rewards.synthetic:IncreasingNumbers",
         "sentences_with_dates": "grue_bench.rewards.synthetic:SentencesWithDates",
     },

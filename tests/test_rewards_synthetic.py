@@ -3,6 +3,7 @@
 import pytest
 
 from grue_bench import plugins
+from grue_bench.errors import GrueError
 from grue_bench.rewards.base import Observation
 
 
@@ -13,31 +14,53 @@ def batch(reward_id, generations, prompts=None, **args):
 
 
 def test_increasing_numbers_by_hand():
+    """RL4LMs's count: the increasing run among the numbers alone (words skipped), over the
+    number of all tokens or min_tokens / 2, whichever is larger."""
     scores = batch(
         "increasing_numbers",
-        ["1 2 3 4", "1 2 2 3", "5 4", "a 1 2", "", "1 2 3 4 5 6 7 8 9 10 11 12"],
+        ["1 2 3 4", "1 2 2 3", "5 4", "a 1 2", "1 x 2 y 3 z", "", "no numbers", "1 2 3 4 5 6 7 8 9 10 11 12"],
         min_tokens=20,
     )
-    # run / max(len, min_tokens / 2): 4/10, 2/10, 1/10, 0, 0, 12/12
-    assert scores == pytest.approx([0.4, 0.2, 0.1, 0.0, 0.0, 1.0])
+    # 4/10, 2/10, 1/10, 2/10 (a skipped), 3/max(6, 10), 0, 0, 12/12
+    assert scores == pytest.approx([0.4, 0.2, 0.1, 0.2, 0.3, 0.0, 0.0, 1.0])
+    # min_tokens / 2 below the text's length: the text's length divides
+    assert batch("increasing_numbers", ["1 x 2 y 3 z"], min_tokens=4) == pytest.approx([3 / 6])
 
 
-def test_sentences_with_dates():
+def test_sentences_with_dates_are_rl4lms_iso_dates():
+    """RL4LMs's pattern \\d{4}-\\d{2}-\\d{2}, searched anywhere: other date formats score 0."""
     texts = [
-        "Born on 12/05/2021 in town",
+        "Born on 2021-05-12 in town",
+        "12021-05-123",  # found inside longer digit runs too, as by re.search in RL4LMs
         "on May 5, 2021",
-        "the 5th of nothing",
-        "2020-01-31",
-        "3 March 1999",
+        "Born on 12/05/2021",
+        "2021-5-12",
         "call 555 1234",
     ]
-    assert batch("sentences_with_dates", texts) == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    assert batch("sentences_with_dates", texts) == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
 
 
-def test_common_gen_repeat_penalty():
-    prompts = ["generate a sentence with: dog frisbee catch."] * 3
-    texts = ["The dog catches a frisbee.", "dog frisbee catch", "generate a sentence about a dog"]
-    assert batch("common_gen_repeat_penalty", texts, prompts) == [0.0, -1.0, -1.0]
+@pytest.mark.parametrize("reward_id", ["common_gen_repeat_penalty", "common_gen_repeat_penalty_batched"])
+def test_common_gen_repeat_penalty_as_rl4lms(reward_id):
+    """Concepts are the prompt after the prefix less its last character; substrings count."""
+    prompts = ["generate a sentence with: dog frisbee catch."] * 7
+    texts = [
+        "The dog catches a frisbee.",  # 0
+        "A DOG FRISBEE CATCH game",  # concept text, any case: -1
+        "generate a sentence about a dog",  # -1
+        "Two sentences about a dog.",  # "sentence" inside "sentences": -1
+        "They regenerated the dog.",  # "generate" inside "regenerated": -1
+        "dog frisbee",  # part of the concept text: 0
+        "",  # 0
+    ]
+    assert batch(reward_id, texts, prompts) == [0.0, -1.0, -1.0, -1.0, -1.0, 0.0, 0.0]
+
+
+def test_common_gen_repeat_penalty_needs_the_prefix_in_the_prompt():
+    with pytest.raises(GrueError, match="does not contain the prefix 'generate a sentence with: '"):
+        batch("common_gen_repeat_penalty", ["a dog"], ["dog frisbee catch."])
+    penalty = batch("common_gen_repeat_penalty", ["dog frisbee"], ["Write: dog frisbee."], prefix="Write: ")
+    assert penalty == [-1.0]
 
 
 def test_rl4lms_per_step_call_gives_the_reward_only_when_done():

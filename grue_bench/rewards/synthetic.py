@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
+from grue_bench.errors import GrueError
 from grue_bench.rewards.base import RewardFunction
 
 
@@ -14,20 +16,23 @@ def _number(token: str) -> float | None:
         return None
 
 
-def increasing_prefix_fraction(text: str, min_tokens: int) -> float:
-    """Length of the strictly increasing run of numbers that starts the text, over max(len, min/2).
+def increasing_numbers_fraction(text: str, min_tokens: int) -> float:
+    """RL4LMs's score: how many of the text's numbers, from the first, strictly increase,
+    over max(number of tokens, min_tokens / 2); 0 for a text without numbers.
 
-    Only a run from the first token counts, so the reward is highest for a text that is
-    nothing but increasing numbers; padding with other words lowers it.
+    Words between numbers are skipped when counting the run but lengthen the text, so the
+    score is highest for a text of nothing but increasing numbers, at least min_tokens / 2 long.
     """
     tokens = text.split()
-    run, previous = 0, None
-    for token in tokens:
-        value = _number(token)
-        if value is None or (previous is not None and value <= previous):
+    numbers = [value for value in map(_number, tokens) if value is not None]
+    if not numbers:
+        return 0.0
+    run = 1
+    for previous, value in pairwise(numbers):
+        if not value > previous:
             break
-        run, previous = run + 1, value
-    return run / max(len(tokens), min_tokens / 2, 1)
+        run += 1
+    return run / max(len(tokens), min_tokens / 2)
 
 
 class IncreasingNumbers(RewardFunction):
@@ -37,50 +42,48 @@ class IncreasingNumbers(RewardFunction):
         self.min_tokens = min_tokens
 
     def batch(self, prompts, generations, references, meta_infos) -> list[float]:
-        return [increasing_prefix_fraction(text, self.min_tokens) for text in generations]
+        return [increasing_numbers_fraction(text, self.min_tokens) for text in generations]
 
 
-_MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december"
-    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
-)
-DATE_PATTERN = re.compile(
-    rf"""\b(
-        \d{{4}}-\d{{1,2}}-\d{{1,2}}                                    # 2021-05-12
-      | \d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}                              # 12/05/2021, 12.05.21
-      | \d{{1,2}}(st|nd|rd|th)?\s+({_MONTHS})\.?,?\s+\d{{4}}              # 5 May 2021
-      | ({_MONTHS})\.?\s+\d{{1,2}}(st|nd|rd|th)?,?\s+\d{{4}}              # May 5, 2021
-    )\b""",
-    re.IGNORECASE | re.VERBOSE,
-)
+DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
+"""RL4LMs's date: an ISO date such as 2021-05-12, anywhere in the text."""
 
 
 class SentencesWithDates(RewardFunction):
-    """RL4LMs ``sentences_with_dates``: 1 for a text that contains a calendar date, else 0."""
+    """RL4LMs ``sentences_with_dates``: 1 for a text that contains an ISO date (YYYY-MM-DD), else 0."""
 
     def batch(self, prompts, generations, references, meta_infos) -> list[float]:
         return [1.0 if DATE_PATTERN.search(text) else 0.0 for text in generations]
 
 
 class CommonGenRepeatPenalty(RewardFunction):
-    """RL4LMs ``common_gen_repeat_penalty``: -1 when the output copies the prompt, else 0.
+    """RL4LMs ``common_gen_repeat_penalty`` and ``common_gen_repeat_penalty_batched``: -1 when the
+    output copies the prompt, else 0 (the degenerate solution lexical rewards on CommonGen invite).
 
-    Copying means repeating the concept list verbatim or the instruction words, the
-    degenerate solution lexical rewards on CommonGen otherwise invite.
+    As RL4LMs: the concept text is what follows ``prefix`` in the prompt, less its last character
+    (the concept end token); the output copies the prompt when, lower-cased, it contains that
+    concept text, the prefix, or the substrings "generate" or "sentence" (so "sentences" counts).
+    RL4LMs's two ids differ only in calling convention (one episode per step, or a batch of
+    episodes scoring those that are done); ours always scores a batch of finished episodes.
+    ``prefix`` is a GRUE extension for prompts built with another prefix; RL4LMs fixes it.
     """
 
     def __init__(self, prefix: str = "generate a sentence with: ") -> None:
-        self.prefix = prefix.lower()
+        self.prefix = prefix
 
     def batch(self, prompts, generations, references, meta_infos) -> list[float]:
-        penalties = []
-        for prompt, text in zip(prompts, generations, strict=True):
-            concepts = prompt.lower().removeprefix(self.prefix).rstrip(". ")
-            lowered = text.lower()
-            copied = (
-                (concepts and concepts in lowered)
-                or self.prefix.strip() in lowered
-                or any(word in lowered.split() for word in ("generate", "sentence"))
+        return [self._penalty(prompt, text) for prompt, text in zip(prompts, generations, strict=True)]
+
+    def _penalty(self, prompt: str, text: str) -> float:
+        parts = prompt.split(self.prefix)
+        if len(parts) < 2:
+            raise GrueError(
+                f"common_gen_repeat_penalty: prompt {prompt[:80]!r} does not contain the prefix "
+                f"{self.prefix!r}, so its concepts cannot be found",
+                key="reward_fn.args.prefix",
+                fix="set prefix to the one the datapool puts before the concepts",
             )
-            penalties.append(-1.0 if copied else 0.0)
-        return penalties
+        concepts = parts[1][:-1].lower()
+        lowered = text.lower()
+        copies = concepts in lowered or self.prefix.lower() in lowered
+        return -1.0 if copies or "generate" in lowered or "sentence" in lowered else 0.0
