@@ -12,10 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from grue_bench.assets.wordnet import DEBIAN_WORDNET_DIR
+
 REPO = Path(__file__).resolve().parent.parent
 RL4LMS_CONFIGS = Path(__file__).resolve().parent / "data" / "rl4lms_configs"
 RL4LMS_TASK_CONFIGS = RL4LMS_CONFIGS / "task_configs"
 """RL4LMs's own 44 task configs, unchanged (see SOURCE.md there)."""
+NEEDS_WORDNET = pytest.mark.skipif(
+    not (DEBIAN_WORDNET_DIR / "data.noun").is_file(),
+    reason="WordNet 3.0 not installed in /usr/share/wordnet (apt-get install wordnet-base)",
+)
+"""Skips a test that scores METEOR (it builds WordNet from Debian's files)."""
 
 
 def session_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -5,10 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import RL4LMS_TASK_CONFIGS
+from conftest import NEEDS_WORDNET, RL4LMS_TASK_CONFIGS
 
 from grue_bench import plugins
-from grue_bench.assets import wordnet
 from grue_bench.errors import MissingAssetError
 from grue_bench.models import tiny
 
@@ -74,10 +73,7 @@ def test_missing_concepts_divide_the_preference(stand_in: Path):
     assert score(stand_in, concept_penalty_coeff=0.5) == pytest.approx(expected, abs=1e-5)
 
 
-@pytest.mark.skipif(
-    not (wordnet.DEBIAN_WORDNET_DIR / "data.noun").is_file(),
-    reason="METEOR needs WordNet 3.0 in /usr/share/wordnet (apt-get install wordnet-base)",
-)
+@NEEDS_WORDNET
 def test_meteor_term_is_added(stand_in: Path):
     p_good = [rl4lms_p_good(stand_in, text) for text in TEXTS]
     references = [["A dog throws a frisbee."]] * 3

@@ -1,6 +1,7 @@
 """Synthetic rewards and the CommonGen copy penalty, against values worked out by hand."""
 
 import pytest
+from conftest import NEEDS_WORDNET
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
@@ -80,5 +81,21 @@ def test_rouge_rewards_score_the_first_reference_unless_told_as_rl4lms():
     # Against "a dog barked" only "a" is shared: P = 1/6, R = 1/3, F = 2/9; ROUGE-2 is 0.
     assert reward("rouge") == pytest.approx([2 / 9])
     assert reward("rouge", use_single_ref=False) == [1.0]
+    assert reward("rouge", rouge_type="rouge2") == [0.0]
+    assert reward("rouge", rouge_type="rouge2", use_single_ref=False) == [1.0]
     assert reward("rouge_combined") == pytest.approx([(2 / 9 + 0 + 2 / 9) / 3])
     assert reward("rouge_combined", use_single_ref=False) == [1.0]
+
+
+@NEEDS_WORDNET
+def test_meteor_with_shaping_fn_adds_the_copy_penalty():
+    """RL4LMs's CommonGen configs: meteor with shaping_fn common_gen_repeat_penalty."""
+    prompts = ["generate a sentence with: dog frisbee catch."] * 2
+    texts, references = (
+        ["A dog catches a frisbee.", "dog frisbee catch"],
+        [["The dog caught the frisbee."]] * 2,
+    )
+    meteor = plugins.METRICS.get("meteor")().compute(prompts, texts, references)["lexical/meteor"][0]
+    assert min(meteor) > 0
+    reward = plugins.REWARDS.get("meteor")(shaping_fn="common_gen_repeat_penalty")
+    assert reward.batch(prompts, texts, references, [{}, {}]) == pytest.approx([meteor[0], meteor[1] - 1])

@@ -37,6 +37,7 @@ def sentiment_classifier(model_name: str | None = None, batch_size: int = 32) ->
         model_name,
         what="sentiment classifier",
         batch_size=batch_size,
+        truncation_side="left",  # as RL4LMs: a text too long loses its start, not the generation
         offline_fix="or leave model_name unset to use the offline default, a bag-of-n-grams classifier "
         "trained on the shipped IMDB train split (`python -m grue_bench.classifiers` reports its accuracy)",
     )

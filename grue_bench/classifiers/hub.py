@@ -87,9 +87,12 @@ class HubClassifier:
         offline_fix: str,
         labels: list[int] | None = None,
         batch_size: int = 32,
+        truncation_side: str | None = None,
     ) -> None:
         self.model_id = model_id
         self.model, self.tokenizer = load_sequence_classifier(model_id, what=what, offline_fix=offline_fix)
+        if truncation_side is not None:  # else the tokenizer's own
+            self.tokenizer.truncation_side = truncation_side
         self.labels = labels if labels is not None else list(range(self.model.config.num_labels))
         if len(self.labels) != self.model.config.num_labels:
             raise GrueError(

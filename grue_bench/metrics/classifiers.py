@@ -22,6 +22,7 @@ class SentimentScore(Metric):
     offline bag-of-n-grams classifier trained on the shipped IMDB train split is used (trained once, cached).
     With ``include_prompt_for_eval`` the text scored is prompt + generation, joined by a space where neither
     side has one (RL4LMs concatenates them bare, which glues two words together for a word-level model).
+    A hub model reads a text too long for it from the end (RL4LMs truncates on the left).
     """
 
     def __init__(

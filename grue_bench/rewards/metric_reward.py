@@ -114,17 +114,28 @@ BleurtReward = _metric_reward("bleurt", ["semantic/bleurt"])
 
 
 class IntentAccuracyReward(RewardFunction):
-    """RL4LMs ``intent_accuracy``: intent_coeff * intent match + auto_coeff * METEOR."""
+    """RL4LMs ``intent_accuracy``: intent_coeff * intent match [+ auto_coeff * METEOR when ``shape``].
+
+    Defaults are RL4LMs's. Its METEOR term is, by a slip, the METEOR of all the batch's samples up to
+    this one; ours is this sample's. ``model_name`` (a GRUE extension) names the act classifier.
+    """
 
     def __init__(
-        self, intent_coeff: float = 0.75, auto_coeff: float = 0.25, model_name: str | None = None
+        self,
+        shape: bool = True,
+        intent_coeff: float = 1.0,
+        auto_coeff: float = 1.0,
+        model_name: str | None = None,
     ) -> None:
         self.intent = MetricReward("intent_accuracy", ["intent/accuracy"], {"model_name": model_name})
-        self.meteor = MetricReward("meteor", ["lexical/meteor"])
+        self.meteor = MetricReward("meteor", ["lexical/meteor"]) if shape else None
         self.intent_coeff = intent_coeff
         self.auto_coeff = auto_coeff
 
     def batch(self, prompts, generations, references, meta_infos) -> list[float]:
         intent = self.intent.batch(prompts, generations, references, meta_infos)
-        meteor = self.meteor.batch(prompts, generations, references, meta_infos)
-        return [self.intent_coeff * i + self.auto_coeff * m for i, m in zip(intent, meteor, strict=True)]
+        rewards = [self.intent_coeff * i for i in intent]
+        if self.meteor is not None:
+            meteor = self.meteor.batch(prompts, generations, references, meta_infos)
+            rewards = [r + self.auto_coeff * m for r, m in zip(rewards, meteor, strict=True)]
+        return rewards

@@ -1,6 +1,7 @@
 """Offline classifiers (accuracy, caching, determinism) and the sentiment, VADER and intent metrics."""
 
 import pytest
+from conftest import NEEDS_WORDNET
 
 from grue_bench.classifiers.bow import BowClassifier
 from grue_bench.classifiers.cache import cached_path
@@ -163,3 +164,50 @@ def test_a_local_intent_model_reads_the_last_utterance_then_the_reply(tiny_seque
     ]
     assert seen == ["what ? the cat sat"]
     assert scores[0] in (0.0, 1.0)
+
+
+def test_learned_reward_reads_a_long_text_from_its_end_as_rl4lms(tiny_sequence_classifier):
+    """RL4LMs's learned_reward truncates on the left: prompt + generation too long loses the prompt."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from grue_bench import plugins
+
+    folder = tiny_sequence_classifier(num_labels=2)
+    AutoTokenizer.from_pretrained(folder, model_max_length=6).save_pretrained(folder)  # [CLS] 4 words [SEP]
+    torch.manual_seed(0)  # larger random weights than BERT's, so that texts score apart
+    model = BertForSequenceClassification(BertConfig.from_pretrained(folder, initializer_range=0.2)).eval()
+    model.save_pretrained(folder)
+    prompt, generation = "it rained all day long", "a dog barked at the moon"
+    reward = plugins.REWARDS.get("learned_reward")(model_name=str(folder), label_ix=1)
+    [score] = reward.batch([prompt], [generation], [[""]], [{}])
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+
+    def p_positive(text: str) -> float:
+        with torch.no_grad():
+            return torch.softmax(model(**tokenizer(text, return_tensors="pt")).logits, -1)[0, 1].item()
+
+    assert score == pytest.approx(p_positive("barked at the moon"), abs=1e-6)
+    assert score != pytest.approx(p_positive("it rained all day"), abs=1e-2)
+
+
+@NEEDS_WORDNET
+def test_intent_accuracy_reward_weighs_intent_and_meteor_as_rl4lms(intent_bow):
+    from grue_bench import plugins
+    from grue_bench.metrics.meteor import Meteor
+
+    prompts = ["Hello . <EOU> Hi , how are you ?", "Let's meet tomorrow . <EOU> Where ?"]
+    replies = ["What time do you want to meet ?", "Do you know where the station is ?"]
+    references = [["What time shall we meet ?"], ["At the station ."]]
+    metas = [{"response_act": 2}, {"response_act": 1}]  # both replies are questions (act 2): 1, 0
+    meteor = Meteor().compute(prompts, replies, references)["lexical/meteor"][0]
+    assert min(meteor) > 0
+
+    def reward(**args):
+        return plugins.REWARDS.get("intent_accuracy")(**args).batch(prompts, replies, references, metas)
+
+    assert reward() == pytest.approx([1 + meteor[0], meteor[1]])  # RL4LMs's defaults: both weights 1
+    assert reward(intent_coeff=0.25, auto_coeff=0.75) == pytest.approx(
+        [0.25 + 0.75 * meteor[0], 0.75 * meteor[1]]
+    )
+    assert reward(shape=False, intent_coeff=0.5) == [0.5, 0.0]

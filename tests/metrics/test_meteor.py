@@ -3,16 +3,14 @@
 from pathlib import Path
 
 import pytest
+from conftest import NEEDS_WORDNET
 from nltk.translate.meteor_score import meteor_score
 
 from grue_bench.assets import wordnet
 from grue_bench.errors import MissingAssetError
 from grue_bench.metrics.meteor import Meteor, tokenize
 
-needs_wordnet = pytest.mark.skipif(
-    not (wordnet.DEBIAN_WORDNET_DIR / "data.noun").is_file(),
-    reason="WordNet 3.0 not installed in /usr/share/wordnet (apt-get install wordnet-base)",
-)
+needs_wordnet = NEEDS_WORDNET
 
 
 @pytest.fixture(scope="module")
