@@ -22,20 +22,24 @@ SPLIT_SIZES = {
 }
 
 
+VERSIONS = {"dates": 2, "increasing_numbers": 2}
+"""Tasks past version 1 (2: RL4LMs's own reward)."""
+
+
 def test_all_tasks_are_registered_and_listed(run_grue):
     assert set(GRUE_TASKS + SYNTHETIC) <= set(plugins.TASKS.ids())
     code, out, _ = run_grue("ls", "tasks")
     assert code == 0
     for id in GRUE_TASKS + SYNTHETIC:
         line = next(line for line in out.splitlines() if line.strip().startswith(id + " "))
-        assert "INVALID" not in line and " v1 " in line
+        assert "INVALID" not in line and f" v{VERSIONS.get(id, 1)} " in line
 
 
 @pytest.mark.parametrize("task", GRUE_TASKS + SYNTHETIC)
 def test_every_task_yaml_validates(run_grue, task):
     code, out, err = run_grue("validate", str(REPO / "tasks" / task / "task.yaml"))
     assert code == 0, err
-    assert f"(task '{task}' v1)" in out
+    assert f"(task '{task}' v{VERSIONS.get(task, 1)})" in out
 
 
 @pytest.mark.parametrize("task", GRUE_TASKS)
