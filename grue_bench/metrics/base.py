@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grue_bench.errors import MissingAssetError
 
 MetricScores = dict[str, tuple[list[float] | None, float]]
 """Metric key (e.g. ``lexical/rouge_rougeL``) -> (per-sample scores or None, corpus score)."""
@@ -11,6 +14,12 @@ MetricScores = dict[str, tuple[list[float] | None, float]]
 
 class Metric(ABC):
     """Scores generations against references; constructor kwargs are the YAML ``args``."""
+
+    @classmethod
+    def missing_asset(cls, **args: Any) -> MissingAssetError | None:
+        """What this metric, built with ``args``, lacks on this machine (None: nothing), found
+        without building it. The offline profiles leave such a metric out of a config's suite."""
+        return None
 
     def needs_policy_model(self) -> bool:
         """True when ``compute`` must be given the policy's model (e.g. perplexity under it)."""

@@ -39,11 +39,11 @@ def minilm_dir() -> Path:
     return model
 
 
-def _not_english_error(language: str) -> GrueError:
+def _not_english_error(language: str) -> MissingAssetError:
     """Why MiniLM cannot score ``language``: no multilingual backbone ships in any package we can install."""
     from bert_score.utils import lang2model
 
-    return GrueError(
+    return MissingAssetError(
         f"language {language!r}: the offline backbone {MINILM_BACKBONE} is an English model, so its scores "
         f"of {language!r} text would mean little (RL4LMs gets bert-score's {lang2model[language]})",
         key="bert_score.model_type",
@@ -77,6 +77,11 @@ class BertScore(Metric):
             baseline_path=baseline_path,
         )
         logger.info("BERTScore backbone: %s (layer %d)", self.backbone, num_layers)
+
+    @classmethod
+    def missing_asset(cls, **args: Any) -> MissingAssetError | None:
+        language = args.get("language", "en")
+        return _not_english_error(language) if args.get("model_type") is None and language != "en" else None
 
     def _backbone(
         self, model_type: str | None, num_layers: int | None, language: str, rescale: bool

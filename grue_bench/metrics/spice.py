@@ -61,6 +61,14 @@ class Spice(Metric):
     def __init__(self) -> None:
         require_spice_assets(spice_dir())
 
+    @classmethod
+    def missing_asset(cls, **args: Any) -> MissingAssetError | None:
+        try:
+            require_spice_assets(spice_dir())
+        except MissingAssetError as missing:
+            return missing
+        return None
+
     def compute(
         self,
         prompt_texts: list[str],

@@ -267,7 +267,43 @@ def offline_models(data: dict[str, Any], profile: str, task: str) -> dict[str, A
             continue
         del node[key]
         log.info("%s profile: %s %s -> %s", profile, path, name, counterpart)
+    _leave_out_unavailable_metrics(data, profile)
     return data
+
+
+def _leave_out_unavailable_metrics(data: dict[str, Any], profile: str) -> None:
+    """Drop from ``data``'s metric list each metric this machine lacks an asset for and that has
+    no offline counterpart (SPICE's CoreNLP jars, a multilingual BERTScore backbone), saying why:
+    the run then reports the others, never a made-up score for these."""
+    from grue_bench import plugins
+
+    evaluation = data.get("train_evaluation")
+    metrics = evaluation.get("metrics") if isinstance(evaluation, dict) else None
+    if not isinstance(metrics, list):
+        return
+    kept = []
+    for i, metric in enumerate(metrics):
+        known = isinstance(metric, dict) and metric.get("id") in plugins.METRICS
+        args = metric.get("args") if known else None
+        missing = (
+            plugins.METRICS.get(metric["id"]).missing_asset(**(args or {}))
+            if known and isinstance(args or {}, dict)
+            else None
+        )
+        if missing is None:
+            kept.append(metric)
+            continue
+        problem = missing.problems[0]
+        log.warning(
+            "%s profile: train_evaluation.metrics.%d (%s) left out: %s (%s: %s)",
+            profile,
+            i,
+            metric["id"],
+            problem.message,
+            problem.key,
+            problem.fix,
+        )
+    evaluation["metrics"] = kept
 
 
 def _task_defaults(task: str, alg: str, profile: str) -> dict[str, Any]:

@@ -165,3 +165,43 @@ def test_models_stay_as_written_without_a_profile_given_or_when_local(tmp_path):
     (kept,) = build_specs(["imdb"], ["ppo"], [0], "tiny", config, offline=True)
     assert kept.config.alg.policy.args["model_name"] == kept.config.tokenizer.model_name == str(local)
     assert "model_name" not in kept.config.reward_fn.args
+
+
+COMMONGEN_PPO = RL4LMS_TASK_CONFIGS / "common_gen" / "t5_ppo.yml"
+"""RL4LMs's CommonGen PPO config: its metrics include SPICE (Java + CoreNLP jars)."""
+IWSLT_PPO = RL4LMS_TASK_CONFIGS / "iwslt2017" / "t5_ppo.yml"
+"""RL4LMs's IWSLT PPO config: its metrics include BERTScore of German text."""
+
+
+def _metric_ids(spec) -> list[str]:
+    return [metric.id for metric in spec.config.train_evaluation.metrics]
+
+
+def test_an_offline_profile_leaves_out_metrics_lacking_an_asset_saying_why(
+    tmp_path, monkeypatch, caplog
+):
+    from grue_bench.metrics import spice
+
+    monkeypatch.setattr(spice, "spice_dir", lambda: tmp_path)  # no jars there
+    caplog.set_level("WARNING", logger="grue_bench.runner.grid")
+    (commongen,) = build_specs(["commongen"], ["ppo"], [0], "tiny", COMMONGEN_PPO, offline=True)
+    (iwslt,) = build_specs(["iwslt2017_en_de"], ["ppo"], [0], "tiny", IWSLT_PPO, offline=True)
+    assert "spice" not in _metric_ids(commongen) and "cider" in _metric_ids(commongen)
+    assert "bert_score" not in _metric_ids(iwslt) and "sacre_bleu" in _metric_ids(iwslt)
+    assert "tiny profile: train_evaluation.metrics.5 (spice) left out: SPICE needs" in caplog.text
+    assert "tiny profile: train_evaluation.metrics.3 (bert_score) left out: language 'de'" in caplog.text
+    assert "an English model" in caplog.text and "bert-base-multilingual-cased" in caplog.text
+
+
+def test_metrics_stay_without_an_offline_profile_or_when_their_asset_is_there(tmp_path, monkeypatch):
+    from grue_bench.metrics import spice
+
+    (written,) = build_specs(["commongen"], ["ppo"], [0], None, COMMONGEN_PPO)
+    assert "spice" in _metric_ids(written)  # as written: it fails at evaluation, naming the jars
+    (tmp_path / "lib").mkdir()
+    for name in ("spice-1.0.jar", *(f"lib/{jar}" for jar in spice.CORENLP_JARS)):
+        (tmp_path / name).touch()
+    monkeypatch.setattr(spice, "spice_dir", lambda: tmp_path)
+    monkeypatch.setattr(spice.shutil, "which", lambda name: "/usr/bin/java")
+    (installed,) = build_specs(["commongen"], ["ppo"], [0], "tiny", COMMONGEN_PPO, offline=True)
+    assert "spice" in _metric_ids(installed)
