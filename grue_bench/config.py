@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, ValidationError
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
 
 from grue_bench.errors import GrueError, Problem
 from grue_bench.rl.hparams import GenerationKwargs, PolicyArgs
@@ -42,7 +42,9 @@ class EnvArgs(Strict):
     max_episode_length: PositiveInt = 100
     terminate_on_eos: bool = True
     prompt_truncation_side: Literal["left", "right"] = "left"
-    context_start_token: int | None = None
+    context_start_token: NonNegativeInt | None = None
+    """The token the response's context opens with: a seq2seq decoder's first input (T5: 0), or,
+    for a causal LM, a token after the prompt that it continues from; None: the model's own start."""
 
 
 class EnvConfig(Strict):

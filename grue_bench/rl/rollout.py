@@ -41,6 +41,14 @@ class GenerationSettings:
     generation_kwargs: dict[str, Any]
     compile_sampler: bool = False
     """Compile the sampler's decode steps (``compiled``; causal LMs)."""
+    context_start_token: int | None = None
+    """RL4LMs's ``env.args.context_start_token``, the token the response's context opens with: a
+    causal LM's prompts end with it (a seq2seq decoder starts from it: see ``trainer.load_base``)."""
+
+    @property
+    def causal_prompt_width(self) -> int:
+        """Columns of a causal LM's encoded prompts: the padded prompt and the context's token."""
+        return self.max_prompt_length + (self.context_start_token is not None)
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,9 @@ def encode_prompts(
         known.update((text, ids or [start]) for text, ids in zip(new, encoded, strict=True))
     rows = [known[t] for t in texts]
     ids, mask = _padded(rows, tokenizer.pad_token_id, model_type == "causal", settings.max_prompt_length)
+    if model_type == "causal" and settings.context_start_token is not None:
+        opener = torch.full_like(ids[:, :1], settings.context_start_token)
+        ids, mask = torch.cat([ids, opener], dim=1), torch.cat([mask, torch.ones_like(opener)], dim=1)
     return ids.to(device), mask.to(device)
 
 
@@ -358,7 +369,7 @@ class RolloutCollector:
                 fix="sample (do_sample: true, with temperature/top_k/top_p/min lengths only) or "
                 "set compile_sampler: false",
             )
-        capacity = self.settings.max_prompt_length + self.settings.max_new_tokens
+        capacity = self.settings.causal_prompt_width + self.settings.max_new_tokens
         self.compiled = CompiledDecoder(self.policy.lm, capacity)
 
     @torch.no_grad()

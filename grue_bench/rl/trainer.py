@@ -99,7 +99,7 @@ def load_base(config: RunConfig):
         corpus, corpus_id = (lambda: task_corpus(config.task)), config.task
     else:
         corpus, corpus_id = pool_corpus, f"datapool-{config.datapool.id}"
-    return load_base_lm(
+    base = load_base_lm(
         model_type_of(config),
         profile=config.profile,
         model_name=model_name_of(config),
@@ -110,6 +110,11 @@ def load_base(config: RunConfig):
         padding_side=config.tokenizer.padding_side,
         truncation_side=config.tokenizer.truncation_side,
     )
+    start = config.env.args.context_start_token
+    if start is not None and base.model_type == "seq2seq":  # RL4LMs's decoder context opens with it
+        base.model.config.decoder_start_token_id = start
+        base.model.generation_config.decoder_start_token_id = start
+    return base
 
 
 def training_generation_kwargs(config: RunConfig):
@@ -143,6 +148,7 @@ def generation_settings(config: RunConfig, evaluation: bool = False):
         terminate_on_eos=env.terminate_on_eos,
         generation_kwargs=kwargs.as_kwargs(),
         compile_sampler=not evaluation and bool(policy_args.get("compile_sampler", False)),
+        context_start_token=env.context_start_token,
     )
 
 

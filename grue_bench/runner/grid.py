@@ -261,12 +261,24 @@ def offline_models(data: dict[str, Any], profile: str, task: str) -> dict[str, A
     is used: an RL4LMs config then runs offline. Local folders are kept; each change is logged,
     since the run no longer uses the models the config names."""
     data = copy.deepcopy(data)
+    replaced = set()
     for path, node, key, counterpart in list(_named_models(data, profile, task)):
         name = node[key]
         if isinstance(name, str) and Path(name).expanduser().exists():
             continue
         del node[key]
+        replaced.add(path)
         log.info("%s profile: %s %s -> %s", profile, path, name, counterpart)
+    env_args = (data.get("env") or {}).get("args")
+    if replaced & set(BASE_LM_KEYS) and isinstance(env_args, dict) and "context_start_token" in env_args:
+        # a token id of the replaced tokenizer's vocabulary; the profile's LM has its own start
+        token = env_args.pop("context_start_token")
+        log.info(
+            "%s profile: env.args.context_start_token %s -> left out: it is a token id of the "
+            "replaced tokenizer; the profile's LM starts responses as it was built to",
+            profile,
+            token,
+        )
     _leave_out_unavailable_metrics(data, profile)
     return data
 
