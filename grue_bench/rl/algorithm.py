@@ -190,7 +190,7 @@ class OnPolicyAlgorithm:
             self.kl.update(train_stats["train/kl_to_ref_per_token"])
         self.iteration += 1
         self.last_texts = episodes.texts
-        return {
+        stats = {
             **train_stats,
             "train/kl_coef": kl_coef,
             "rollout/reward": self.mean_across_ranks(float(episodes.task_rewards.mean())),
@@ -199,6 +199,13 @@ class OnPolicyAlgorithm:
             "time/generation_s": self.collector.generation_s,
             "time/update_s": update_s,
         }
+        log.log(
+            logging.INFO if self.args.verbose else logging.DEBUG,
+            "iteration %d: %s",
+            self.iteration,
+            ", ".join(f"{key} {value:.4g}" for key, value in sorted(stats.items())),
+        )
+        return stats
 
     def kl_to_ref(self, episodes: Episodes) -> dict[str, float]:
         """The KL to the reference: per token, averaged over all of the rollout's transitions

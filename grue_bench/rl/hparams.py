@@ -86,12 +86,9 @@ class AlgArgs(Strict):
     """Run the policy (and critic) without dropout during RL, in rollouts and updates alike, as
     RL4LMs (its models stay in eval mode) and TRL do. With dropout in the update, the ratio
     pi/pi_old compares a dropped-out network with the one that sampled: noise before any step."""
-    verbose: int = 0
-    """RL4LMs verbosity flag (logging is configured by the CLI instead)."""
-    seed: int | None = None
-    """Overrides the run's seed (normally set by the runner)."""
-    device: str | None = None
-    """Accepted for RL4LMs compatibility; devices come from accelerate."""
+    verbose: int = Field(0, ge=0)
+    """As stable-baselines3's (RL4LMs's configs say 1): from 1 up, every iteration's statistics
+    are logged at INFO; at 0, at DEBUG."""
 
 
 class PPOArgs(AlgArgs):
@@ -218,7 +215,11 @@ class PolicyArgs(Strict):
     model_name: str | None = None
     """Hub id or local path; None takes the profile's model."""
     apply_model_parallel: bool = True
-    """RL4LMs compatibility: model placement is done by accelerate."""
+    """RL4LMs's switch for splitting one process's model over all its GPUs (``parallelize()``,
+    gone from transformers). Here a process trains on one device and GPUs are used through
+    ``accelerate launch`` (data parallel; DeepSpeed/FSDP for a model larger than one GPU): with
+    several GPUs visible to one process, true logs how to use them. On one device, both values
+    mean the same, as in RL4LMs."""
     prompt_truncation_side: Literal["left", "right"] = "left"
     generation_kwargs: GenerationKwargs = Field(default_factory=GenerationKwargs)
 

@@ -167,7 +167,7 @@ def make_rl_algorithm(
     kl = config.alg.kl_div
     extra = {"mask_args": policy_args} if hparams_cls.masked_sampling else {}
     algorithm_cls = import_object(hparams_cls.implementation)
-    return algorithm_cls(
+    algorithm = algorithm_cls(
         policy,
         tokenizer,
         reward_fn,
@@ -181,6 +181,23 @@ def make_rl_algorithm(
         n_envs=config.env.n_envs,
         **extra,
     )
+    _say_how_to_use_the_gpus(policy_args.apply_model_parallel, algorithm.accelerator.num_processes)
+    return algorithm
+
+
+def _say_how_to_use_the_gpus(apply_model_parallel: bool, processes: int) -> None:
+    """RL4LMs's ``apply_model_parallel`` split a model over one process's GPUs; say what does now."""
+    import torch
+
+    gpus = torch.cuda.device_count()
+    if apply_model_parallel and processes == 1 and gpus > 1:
+        log.warning(
+            "alg.policy.args.apply_model_parallel: this process trains on one of the %d GPUs it "
+            "sees (RL4LMs's layer split is gone from transformers); a run spans several GPUs "
+            "when launched with `accelerate launch` (DeepSpeed or FSDP in its config for a model "
+            "larger than one GPU)",
+            gpus,
+        )
 
 
 def supervised_fit(config: RunConfig, lm, tokenizer, model_type: str, seed: int, accelerator=None):
@@ -236,12 +253,6 @@ def train(
     for iteration in range(config.train_evaluation.n_iters):
         stats = algorithm.step(pool, rng)
         result.history.append(stats)
-        log.info(
-            "iteration %d: reward %.4f kl %s",
-            iteration,
-            stats["rollout/reward"],
-            stats.get("train/kl_to_ref_per_token", "not measured (beta 0: no reference)"),
-        )
         if on_iteration is not None:
             on_iteration(iteration, stats, algorithm)
     result.model = algorithm.unwrapped.lm

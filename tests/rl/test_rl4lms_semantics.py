@@ -289,3 +289,30 @@ def test_advantages_are_whitened_per_minibatch_over_its_transitions():
     chosen = whitened.advantages[whitened.loss_mask.bool()]
     assert chosen.tolist() == pytest.approx([-1.0, 1.0], abs=1e-4)
     assert (whitened.advantages[~whitened.loss_mask.bool()] == 0).all()
+
+
+@pytest.mark.parametrize(("verbose", "level"), [(1, "INFO"), (0, "DEBUG")])
+def test_verbose_logs_every_iterations_statistics_at_info_from_1_up(caplog, verbose, level):
+    """stable-baselines3's ``verbose`` (RL4LMs's configs say 1) prints each iteration's table."""
+    algorithm = _algorithm(PPO, PPOArgs(n_steps=4, batch_size=4, n_epochs=1, verbose=verbose))
+    caplog.set_level("DEBUG", logger="grue_bench.rl.algorithm")
+    stats = algorithm.step(POOL, random.Random(0))
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("iteration 1: ")]
+    assert record.levelname == level
+    assert f"rollout/reward {stats['rollout/reward']:.4g}" in record.getMessage()
+    assert "train/kl_to_ref_per_token" in record.getMessage()
+
+
+@pytest.mark.parametrize(
+    ("apply", "gpus", "processes", "said"),
+    [(True, 4, 1, True), (False, 4, 1, False), (True, 4, 4, False), (True, 1, 1, False)],
+)
+def test_apply_model_parallel_on_several_gpus_of_one_process_says_how_to_use_them(
+    monkeypatch, caplog, apply, gpus, processes, said
+):
+    from grue_bench.rl import trainer
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    caplog.set_level("WARNING", logger="grue_bench.rl.trainer")
+    trainer._say_how_to_use_the_gpus(apply, processes)
+    assert ("a run spans several GPUs when launched with `accelerate launch`" in caplog.text) == said
