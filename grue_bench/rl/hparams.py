@@ -237,8 +237,6 @@ class PolicyArgs(Strict):
 
     critic: Literal["shared", "separate"] = "shared"
     """Value head on the policy's trunk (one LM copy less) or a separate critic model."""
-    state_dict_path: str | None = None
-    """Warm-start weights (RL4LMs compatibility; prefer model_name pointing to a checkpoint)."""
     compile_sampler: bool = False
     """Compile the rollout sampler's decode step with ``torch.compile`` over a static KV cache
     (causal LMs): about twice as fast per step on the benchmark's model, after a one-off
