@@ -300,15 +300,6 @@ def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
         problems.append(
             Problem("neither 'task' nor 'datapool' is set", "task", "add task: <id> (see `grue ls tasks`)")
         )
-    if te is not None and te.eval_every > te.n_iters:
-        problems.append(
-            Problem(
-                f"eval_every ({te.eval_every}) is larger than n_iters ({te.n_iters}): "
-                "no evaluation would happen during training",
-                "train_evaluation.eval_every",
-                "lower it to at most n_iters",
-            )
-        )
     return problems
 
 

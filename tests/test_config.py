@@ -143,7 +143,6 @@ MALFORMED = [
     (_set("env.n_envs", 0), "env.n_envs", "greater than 0"),
     (_delete("alg"), "alg", "required key is missing"),
     (_set("alg.id", "nlpo"), "alg.policy.id", "maskable"),
-    (_set("train_evaluation.eval_every", 500), "train_evaluation.eval_every", "larger than n_iters"),
     (_set("alg.training_args", {"num_train_epochs": 1}), "alg.training_args", "supervised"),
     (_set("task", "imbd"), "task", "Did you mean 'imdb'"),
     (_set("alg.kl_div.coeff", -0.1), "alg.kl_div.coeff", "greater than or equal to 0"),
@@ -252,3 +251,11 @@ def test_merging_a_component_with_another_id_replaces_it():
     same = deep_merge(base, {"reward_fn": {"args": {"min_tokens": 5}}, "env": {"args": {"x": 1}}})
     assert same["reward_fn"] == {"id": "increasing_numbers", "args": {"min_tokens": 5}}
     assert same["env"] == {"n_envs": 1, "args": {"x": 1}}
+
+
+def test_eval_every_beyond_n_iters_is_accepted_as_in_rl4lms():
+    """RL4LMs evaluates before and after training whatever eval_every says: one larger than
+    n_iters (its configs with n_iters cut down for a quick try) only skips the evaluations
+    between."""
+    config = load_config(PPO_CONFIG, ["train_evaluation.n_iters=1", "train_evaluation.eval_every=10"])
+    assert (config.train_evaluation.n_iters, config.train_evaluation.eval_every) == (1, 10)
