@@ -3,18 +3,42 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
 
 from grue_bench.errors import Problem
+
+log = logging.getLogger(__name__)
 
 
 class Strict(BaseModel):
     """A config section: unknown keys are errors, values are validated on assignment too."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
+
+
+def _stray_comma(value: Any) -> Any:
+    """RL4LMs's NarrativeQA configs write ``apply_best: True,``: YAML reads the string 'True,',
+    which RL4LMs hands to py-rouge, which only tests its truth. So 'True,' is read as true; and
+    'False,' is refused, since RL4LMs would have read that (a non-empty string) as true too."""
+    if not (isinstance(value, str) and value.rstrip().endswith(",")):
+        return value
+    word = value.rstrip()[:-1].strip().lower()
+    if word == "true":
+        log.warning("read %r as true: a YAML boolean with a stray comma (RL4LMs read it so)", value)
+        return True
+    if word == "false":
+        raise ValueError(
+            f"{value!r} is a string, which RL4LMs would have read as true; write false (no comma)"
+        )
+    return value
+
+
+CommaTolerantBool = Annotated[bool, BeforeValidator(_stray_comma)]
+"""A boolean that also takes RL4LMs's 'True,' (see ``_stray_comma``)."""
 
 
 def _loc(loc: tuple[Any, ...]) -> str:

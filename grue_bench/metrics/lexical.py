@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from grue_bench.errors import GrueError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.pyrouge import PyRougeL
+from grue_bench.schema import CommaTolerantBool
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
@@ -107,8 +108,8 @@ class RougeLMax(Metric):
         limit_length: bool = True,
         length_limit: int = 665,
         length_limit_type: str = "bytes",
-        apply_avg: bool = True,
-        apply_best: bool = False,
+        apply_avg: CommaTolerantBool = True,
+        apply_best: CommaTolerantBool = False,
         alpha: float = 0.5,
         weight_factor: float = 1.0,
         stemming: bool = True,

@@ -195,3 +195,19 @@ def test_misaligned_inputs_are_refused():
         score(Rouge(), ["a", "b"], [["a"]])
     with pytest.raises(GrueError, match="no reference"):
         score(SacreBleu(), ["a"], [[]])
+
+
+def test_rouge_l_max_reads_rl4lms_true_with_a_stray_comma_and_refuses_false_so(run_grue, tmp_path, caplog):
+    """RL4LMs's NarrativeQA configs write ``apply_best: True,`` (the YAML string 'True,')."""
+    config = tmp_path / "c.yml"
+    base = "task: narrative_qa\nalg: {id: ppo}\ntrain_evaluation:\n  metrics:\n    - id: rouge_l_max\n"
+    config.write_text(base + "      args: {apply_best: 'True,'}\n")
+    caplog.set_level("WARNING", logger="grue_bench.schema")
+    code, _, err = run_grue("validate", str(config))
+    assert code == 0, err
+    assert "read 'True,' as true: a YAML boolean with a stray comma" in caplog.text
+    config.write_text(base + "      args: {apply_best: 'False,'}\n")
+    code, out, err = run_grue("validate", str(config))
+    assert code == 2 and out == ""
+    assert "train_evaluation.metrics.0.args.apply_best" in err
+    assert "which RL4LMs would have read as true; write false (no comma)" in err
