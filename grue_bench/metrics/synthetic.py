@@ -2,46 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.rewards.synthetic import DATE_PATTERN, increasing_numbers_fraction
 
 
-def _with_mean(key: str, scores: list[float]) -> MetricScores:
-    return {key: (scores, sum(scores) / len(scores) if scores else 0.0)}
+class _TextScore(Metric):
+    """A score of each generated text alone, and its mean, under ``key``."""
+
+    key: ClassVar[str]
+
+    def score(self, text: str) -> float:
+        raise NotImplementedError
+
+    def compute(
+        self, prompt_texts, generated_texts, reference_texts, meta_infos=None, model=None, split_name=None
+    ) -> MetricScores:
+        scores = [self.score(text) for text in generated_texts]
+        return {self.key: (scores, sum(scores) / len(scores) if scores else 0.0)}
 
 
-class IncreasingNumbersInText(Metric):
-    """RL4LMs ``increasing_numbers``: the ``increasing_numbers`` reward of each text, and its mean."""
+class IncreasingNumbersInText(_TextScore):
+    """RL4LMs ``increasing_numbers``: the ``increasing_numbers`` reward of each text."""
+
+    key = "synthetic/increasing_numbers_in_text"
 
     def __init__(self, min_tokens: int) -> None:
         self.min_tokens = min_tokens
 
-    def compute(
-        self,
-        prompt_texts: list[str],
-        generated_texts: list[str],
-        reference_texts: list[list[str]],
-        meta_infos: list[dict[str, Any]] | None = None,
-        model: Any = None,
-        split_name: str | None = None,
-    ) -> MetricScores:
-        scores = [increasing_numbers_fraction(text, self.min_tokens) for text in generated_texts]
-        return _with_mean("synthetic/increasing_numbers_in_text", scores)
+    def score(self, text: str) -> float:
+        return increasing_numbers_fraction(text, self.min_tokens)
 
 
-class DatesInText(Metric):
+class DatesInText(_TextScore):
     """RL4LMs ``dates``: 1 for a text holding an ISO date (the ``sentences_with_dates`` reward)."""
 
-    def compute(
-        self,
-        prompt_texts: list[str],
-        generated_texts: list[str],
-        reference_texts: list[list[str]],
-        meta_infos: list[dict[str, Any]] | None = None,
-        model: Any = None,
-        split_name: str | None = None,
-    ) -> MetricScores:
-        scores = [1.0 if DATE_PATTERN.search(text) else 0.0 for text in generated_texts]
-        return _with_mean("synthetic/dates_in_text", scores)
+    key = "synthetic/dates_in_text"
+
+    def score(self, text: str) -> float:
+        return 1.0 if DATE_PATTERN.search(text) else 0.0
+
+
