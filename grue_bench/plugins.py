@@ -86,6 +86,7 @@ METRICS: Registry = Registry(
         "cider": "grue_bench.metrics.cider:Cider",
         "spice": "grue_bench.metrics.spice:Spice",
         "parent_totto": "grue_bench.metrics.parent:Parent",
+        "bleu_totto": "grue_bench.metrics.totto_bleu:BleuToTTo",
         # synthetic (RL4LMs's sanity checks)
         "increasing_numbers": "grue_bench.metrics.synthetic:IncreasingNumbersInText",
         "dates": "grue_bench.metrics.synthetic:DatesInText",
