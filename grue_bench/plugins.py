@@ -96,6 +96,8 @@ METRICS: Registry = Registry(
         "bert_score": "grue_bench.metrics.bertscore:BertScore",
         "bleurt": "grue_bench.metrics.bleurt:Bleurt",
         "causal_perplexity": "grue_bench.metrics.perplexity:Perplexity",
+        "summaCZS": "grue_bench.metrics.summac:SummaCZS",
+        "summaCConv": "grue_bench.metrics.summac:SummaCConv",
         "learned_reward": "grue_bench.metrics.classifiers:SentimentScore",
         "vader_sentiment": "grue_bench.metrics.classifiers:VaderSentiment",
         "intent_accuracy": "grue_bench.metrics.classifiers:IntentAccuracy",
