@@ -35,6 +35,10 @@ class TokenizerConfig(Strict):
     truncation_side: Literal["left", "right"] = "left"
     pad_token_as_eos_token: bool = True
     """Pad with EOS when the tokenizer has no pad token (GPT-2); RL4LMs's default is true too."""
+    max_length: PositiveInt | None = None
+    """Read by RL4LMs's supervised trainer only: the prompt width its model generates with for
+    evaluation (RL4LMs's default, the tokenizer's model_max_length; here, unset,
+    env.args.max_prompt_length). RL algorithms take env.args.max_prompt_length."""
 
 
 class EnvArgs(Strict):
@@ -296,6 +300,16 @@ def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
     te = _parsed(TrainEvaluationConfig, evaluation or {})
     if te is not None:
         _check_post_processor(te.generation_kwargs, "train_evaluation.generation_kwargs", problems)
+    tokenizer = data.get("tokenizer") if isinstance(data.get("tokenizer"), dict) else {}
+    if alg is not None and alg.id != "supervised" and "max_length" in tokenizer:
+        problems.append(
+            Problem(
+                f"tokenizer.max_length is read by the supervised trainer only, not by '{alg.id}' "
+                "(RL4LMs ignores it there too)",
+                "tokenizer.max_length",
+                "remove it; env.args.max_prompt_length sets the prompt width of RL algorithms",
+            )
+        )
     if task is None and data.get("datapool") is None:
         problems.append(
             Problem("neither 'task' nor 'datapool' is set", "task", "add task: <id> (see `grue ls tasks`)")

@@ -118,3 +118,44 @@ def test_evaluation_scores_the_post_processed_texts(tiny_causal_lm, monkeypatch)
     scores, rows = _evaluate_tiny(lm, tokenizer, data)
     assert all(len(row["text"].split()) <= 1 for row in rows)
     assert scores.results["diversity"]
+
+
+DIALOG_SUPERVISED = RL4LMS_TASK_CONFIGS / "dialog" / "gpt2_supervised.yml"
+"""RL4LMs's DailyDialog supervised config: tokenizer.max_length 128, max_new_tokens 20."""
+
+
+class _Tokenizer:
+    def __init__(self, model_max_length: int) -> None:
+        self.model_max_length = model_max_length
+
+
+@pytest.mark.parametrize(
+    ("model_max_length", "model_type", "width"),
+    [(1024, "causal", 128), (140, "causal", 108), (140, "seq2seq", 128)],
+)
+def test_a_supervised_model_generates_with_tokenizer_max_length_less_new_tokens_if_they_overflow(
+    model_max_length, model_type, width
+):
+    """RL4LMs's supervised trainer: max_prompt_length = tokenizer.max_length, minus max_new_tokens
+    for a causal LM when both exceed the tokenizer's model_max_length (GPT-2's 1024: no cut)."""
+    config = build_config(read_yaml_mapping(DIALOG_SUPERVISED), "test")
+    settings = generation_settings(config, True, _Tokenizer(model_max_length), model_type)
+    assert settings.max_prompt_length == width
+
+
+def test_without_tokenizer_max_length_a_supervised_model_takes_max_prompt_length():
+    data = read_yaml_mapping(DIALOG_SUPERVISED)
+    del data["tokenizer"]["max_length"]
+    config = build_config({**data, "env": {"args": {"max_prompt_length": 40}}}, "test")
+    assert generation_settings(config, True, _Tokenizer(1024), "causal").max_prompt_length == 40
+
+
+def test_tokenizer_max_length_is_refused_for_rl_algorithms_which_rl4lms_lets_ignore_it():
+    data = _rl_data()
+    data["tokenizer"]["max_length"] = 64
+    with pytest.raises(GrueError) as error:
+        build_config(data, "c.yml")
+    assert "c.yml: tokenizer.max_length: tokenizer.max_length is read by the supervised trainer only" in str(
+        error.value
+    )
+    assert "env.args.max_prompt_length sets the prompt width" in str(error.value)

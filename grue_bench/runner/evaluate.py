@@ -22,7 +22,7 @@ def evaluate(
     from grue_bench.rl.rollout import generate
     from grue_bench.rl.trainer import evaluation_generation_kwargs, generation_settings
 
-    settings = generation_settings(config, evaluation=True)
+    settings = generation_settings(config, evaluation=True, tokenizer=tokenizer, model_type=model_type)
     size = config.train_evaluation.eval_batch_size
     texts: list[str] = []
     for start in tqdm(range(0, len(samples), size), desc=f"generate {split}", unit="batch", leave=False):
