@@ -35,6 +35,7 @@ DATAPOOLS: Registry = Registry(
         "dummy_pool": "grue_bench.datapools:SyntheticPool",
         # RL4LMs ids, reading our tasks' data
         "imdb": "grue_bench.rl4lms_pools:IMDB",
+        "imdb_seq2seq": "grue_bench.rl4lms_pools:IMDBForSeq2Seq",
         "commongen": "grue_bench.rl4lms_pools:CommonGen",
         "cnn_daily_mail": "grue_bench.rl4lms_pools:CNNDailyMail",
         "totto": "grue_bench.rl4lms_pools:ToTTo",

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+import random
+from typing import Annotated, Literal
 
+from pydantic import Field
+
+from grue_bench.data import Sample
 from grue_bench.datapools import TaskPool
 from grue_bench.errors import GrueError
 
@@ -17,12 +21,71 @@ def _replace_prompts(pool: TaskPool, prompts: list[str]) -> TaskPool:
     )
 
 
+IMDB_TRAIN_RATIO = 0.8
+"""RL4LMs cuts IMDB's (shuffled) train split into 80% train and 20% validation."""
+IMDB_MAX_TEST = 5000
+"""RL4LMs keeps 5000 of IMDB's (shuffled) test reviews."""
+
+
+def _imdb_split(split: str, seed: int, source: str) -> list[Sample]:
+    """RL4LMs's IMDB splits, drawn from the task's train and test reviews (``source``: shipped
+    subset, hub or a file): train and validation are an 80/20 cut of the train reviews shuffled
+    with ``seed``; test is the test reviews shuffled, at most 5000."""
+    from_split = "test" if split == "test" else "train"
+    samples = list(TaskPool.prepare(from_split, "imdb", source))
+    random.Random(seed).shuffle(samples)
+    if split == "test":
+        return samples[:IMDB_MAX_TEST]
+    cut = int(len(samples) * IMDB_TRAIN_RATIO)
+    return samples[:cut] if split == "train" else samples[cut:]
+
+
+def _review(sample: Sample) -> str:
+    """The whole review: the task's prompt (its first half of words) and reference (the rest)."""
+    return f"{sample.prompt_or_input_text} {sample.references[0]}"
+
+
+def _sampled(samples: list[Sample], max_samples: int | None, seed: int) -> TaskPool:
+    if max_samples is not None and max_samples < len(samples):
+        samples = random.Random(seed).sample(samples, max_samples)
+    return TaskPool(samples)
+
+
 class IMDB(TaskPool):
+    """RL4LMs ``imdb``: half of a review's words as prompt, the whole review as reference (what
+    RL4LMs's perplexity scores); ``seed`` picks the train/validation cut."""
+
     @classmethod
     def prepare(
         cls, split: str, seed: int = 0, source: str = "shipped", max_samples: int | None = None
     ) -> TaskPool:
-        return TaskPool.prepare(split, "imdb", source, max_samples=max_samples, seed=seed)
+        samples = [dataclasses.replace(s, references=[_review(s)]) for s in _imdb_split(split, seed, source)]
+        return _sampled(samples, max_samples, seed)
+
+
+class IMDBForSeq2Seq(TaskPool):
+    """RL4LMs ``imdb_seq2seq`` (its supervised IMDB data): half of a review's words as prompt, the
+    other half as reference, the whole review as ``meta_data["reference"]``; the train split keeps
+    positive reviews only, the first ``positive_ratio`` of them. RL4LMs shuffles without a seed
+    (a new split every run); here ``seed`` (default 0) fixes it."""
+
+    @classmethod
+    def prepare(
+        cls,
+        split: str,
+        positive_ratio: Annotated[float, Field(gt=0, le=1)] = 1.0,
+        seed: int = 0,
+        source: str = "shipped",
+        max_samples: int | None = None,
+    ) -> TaskPool:
+        samples = [
+            dataclasses.replace(s, meta_data={**s.meta_data, "reference": _review(s)})
+            for s in _imdb_split(split, seed, source)
+            if split != "train" or s.meta_data.get("label") == 1
+        ]
+        if split == "train":
+            samples = samples[: int(len(samples) * positive_ratio)]
+        return _sampled(samples, max_samples, seed)
 
 
 class CommonGen(TaskPool):

@@ -31,7 +31,11 @@ GRUE_TASKS = (
 )
 """What ``--task all`` means: the seven GRUE tasks (the synthetic checks are run by name)."""
 
-RL4LMS_POOL_TASKS = {"cnn_daily_mail": "cnn_dailymail", "iwslt2017en_de": "iwslt2017_en_de"}
+RL4LMS_POOL_TASKS = {
+    "cnn_daily_mail": "cnn_dailymail",
+    "iwslt2017en_de": "iwslt2017_en_de",
+    "imdb_seq2seq": "imdb",
+}
 """RL4LMs datapool ids that differ from the id of the task whose data they read (the others
 are the same, e.g. ``imdb``)."""
 

@@ -19,6 +19,7 @@ IMDB_PPO = RL4LMS_TASK_CONFIGS / "imdb_text_continuation" / "gpt2_ppo.yml"
     ("name", "task", "alg"),
     [
         ("task_configs/imdb_text_continuation/gpt2_ppo.yml", "imdb", "ppo"),
+        ("task_configs/imdb_text_continuation/gpt2_supervised.yml", "imdb", "supervised"),
         ("imdb_gpt2_nlpo.yml", "imdb", "nlpo"),
         ("cnn_dm_t5_ppo.yml", "cnn_dailymail", "ppo"),
         ("commongen_t5_supervised.yml", "commongen", "supervised"),
