@@ -90,7 +90,7 @@ def test_offline_without_the_weights_names_them_and_how_to_provide_them():
     assert "t5-11b~commongen_prefs.pt" in message
     assert "https://storage.googleapis.com/ai2-jack-public/rl4lms_preference_models/" in message
     assert "reward_fn.args.model_path" in message
-    assert "offline profiles have no stand-in" in message
+    assert "offline profiles replace it by an offline stand-in (model_type: offline)" in message
 
 
 def test_a_missing_model_path_is_named():
@@ -104,15 +104,44 @@ def test_rl4lms_config_validates(run_grue):
     assert "ok" in out
 
 
-def test_offline_profile_keeps_the_preference_model_and_the_run_fails_naming_it():
-    """No offline stand-in exists: --profile tiny replaces the policy's hub LM but leaves this reward,
-    whose construction (done before runs start) fails with the message naming the weights."""
+def test_offline_profile_takes_the_offline_stand_in_saying_so(caplog):
+    """--profile tiny replaces the policy's hub LM and the 45 GB preference model, each logged."""
     from grue_bench.rl.trainer import build_reward
     from grue_bench.runner.grid import build_specs
 
+    caplog.set_level("INFO", logger="grue_bench.runner.grid")
     [spec] = build_specs(["commongen"], ["ppo"], [0], "tiny", config_file=PREF_CONFIG, offline=True)
     assert "model_name" not in spec.config.alg.policy.args  # rajkumarrrk/t5-common-gen replaced
-    assert spec.config.reward_fn.id == "common_gen_preference_model"
-    assert spec.config.reward_fn.args == {"device": "cpu", "batch_size": 5, "model_type": "11b"}
-    with pytest.raises(MissingAssetError, match=r"t5-11b~commongen_prefs\.pt"):
-        build_reward(spec.config)
+    assert spec.config.reward_fn.args == {"device": "cpu", "batch_size": 5, "model_type": "offline"}
+    assert (
+        "tiny profile: reward_fn.args.model_type 11b -> offline (common_gen_preference_model's "
+        "offline stand-in)" in caplog.text
+    )
+    assert build_reward(spec.config).classifier is not None
+    [written] = build_specs(["commongen"], ["ppo"], [0], None, config_file=PREF_CONFIG)
+    assert written.config.reward_fn.args["model_type"] == "11b"
+
+
+def test_the_offline_stand_in_is_the_plausibility_classifiers_p_good_over_the_concept_penalty():
+    from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, offline_classifier
+
+    reward = plugins.REWARDS.get("common_gen_preference_model")(
+        model_type="offline", concept_penalty_coeff=1.0
+    )
+    texts = ["A dog runs across the field.", "field the across runs dog A."]
+    metas = [{"concepts": ["dog", "run", "field"]}, {"concepts": ["dog", "cat", "ball"]}]
+    classifier = offline_classifier(COMMONGEN_PLAUSIBILITY)
+    good = classifier.labels.index(1)
+    p_good = [row[good] for row in classifier.predict_proba(texts)]
+    assert p_good[0] > p_good[1]  # the sentence beats its own words shuffled
+    # missing concepts: none in the first; "cat" and "ball" in the second
+    expected = [p_good[0] / 1, p_good[1] / 3]
+    assert reward.batch(["", ""], texts, [[], []], metas) == pytest.approx(expected)
+
+
+def test_the_plausibility_classifier_tells_references_from_their_shuffled_words():
+    from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, evaluate
+
+    accuracy = evaluate(COMMONGEN_PLAUSIBILITY, "validation")
+    assert accuracy.majority_accuracy == 0.5
+    assert accuracy.accuracy > 0.8  # measured 0.847

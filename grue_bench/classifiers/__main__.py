@@ -6,7 +6,12 @@ import argparse
 import logging
 import time
 
-from grue_bench.classifiers.offline import DAILY_DIALOG_INTENT, IMDB_SENTIMENT, evaluate
+from grue_bench.classifiers.offline import (
+    COMMONGEN_PLAUSIBILITY,
+    DAILY_DIALOG_INTENT,
+    IMDB_SENTIMENT,
+    evaluate,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,7 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for label, spec in (("IMDB sentiment", IMDB_SENTIMENT), ("DailyDialog intent", DAILY_DIALOG_INTENT)):
+    specs = (
+        ("IMDB sentiment", IMDB_SENTIMENT),
+        ("DailyDialog intent", DAILY_DIALOG_INTENT),
+        ("CommonGen plausibility", COMMONGEN_PLAUSIBILITY),
+    )
+    for label, spec in specs:
         start = time.perf_counter()
         result = evaluate(spec, args.split)
         print(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,3 +53,18 @@ def daily_dialog_acts(split: str) -> LabelledTexts:
         texts=[row["references"][0] for row in rows],
         labels=[int(row["meta"]["response_act"]) for row in rows],
     )
+
+
+def commongen_plausibility(split: str) -> LabelledTexts:
+    """CommonGen's human-written references (1) and each with its words shuffled (0): plausible
+    sentences against the same words in an implausible order."""
+    rng = random.Random(f"commongen_plausibility/{split}")
+    good = [reference for row in _rows("commongen", split) for reference in row["references"]]
+    bad = []
+    for sentence in good:
+        words = sentence.split()
+        shuffled = words[:]
+        while len(set(words)) > 1 and shuffled == words:
+            rng.shuffle(shuffled)
+        bad.append(" ".join(shuffled))
+    return LabelledTexts(texts=good + bad, labels=[1] * len(good) + [0] * len(bad))

@@ -35,8 +35,7 @@ def _fix(model_type: str) -> str:
         f"run once with network to download {CHECKPOINT_URLS[model_type]} into {checkpoint_file(model_type)} "
         f"(and hub model t5-{model_type} into the Hugging Face cache), or set reward_fn.args.model_path to "
         "that .pt file or to a folder holding a saved seq2seq preference model and its tokenizer. The "
-        "offline profiles have no stand-in for this model: for an offline run use another reward "
-        "(RL4LMs's other CommonGen configs use meteor with shaping_fn common_gen_repeat_penalty)"
+        "offline profiles replace it by an offline stand-in (model_type: offline)"
     )
 
 
@@ -111,12 +110,18 @@ class CommonGenPreference(RewardFunction):
     step's logits of the first tokens of "good" and "bad" are softmaxed between the two. A concept
     (``meta_info["concepts"]``) is missing when it is not a substring of the lower-cased generation.
     ``model_type`` picks RL4LMs's weights (only "11b" exists); ``model_path`` (a GRUE extension) gives
-    them, or another preference model, locally. ``device`` unset means CUDA when available.
+    them, or another preference model, locally. ``model_type: offline`` (what the offline profiles
+    set) takes P(good) from a plausibility classifier trained on the shipped CommonGen references
+    against their own words shuffled (``classifiers.offline.COMMONGEN_PLAUSIBILITY``): a stand-in
+    that prefers fluent, human-like sentences, not AI2's model. ``device`` unset means CUDA when
+    available.
     """
+
+    classifier = None
 
     def __init__(
         self,
-        model_type: Literal["11b"] = "11b",
+        model_type: Literal["11b", "offline"] = "11b",
         device: str | None = None,
         batch_size: PositiveInt = 1,
         concept_penalty_coeff: float = 0.0,
@@ -125,6 +130,19 @@ class CommonGenPreference(RewardFunction):
     ) -> None:
         import torch
 
+        self.batch_size = batch_size
+        self.concept_penalty_coeff = concept_penalty_coeff
+        self.meteor_coeff = meteor_coeff
+        self.meteor = None
+        if meteor_coeff:
+            from grue_bench.rewards.metric_reward import MetricReward
+
+            self.meteor = MetricReward("meteor", ["lexical/meteor"])
+        if model_type == "offline":
+            from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, offline_classifier
+
+            self.classifier = offline_classifier(COMMONGEN_PLAUSIBILITY)
+            return
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model, self.tokenizer = load_preference_model(model_type, model_path, self.device)
         self.good_id, self.bad_id = (self.tokenizer(word).input_ids[0] for word in ("good", "bad"))
@@ -135,18 +153,14 @@ class CommonGenPreference(RewardFunction):
                 key="reward_fn.args.model_path",
                 fix="use a preference model trained to answer 'good' or 'bad'",
             )
-        self.batch_size = batch_size
-        self.concept_penalty_coeff = concept_penalty_coeff
-        self.meteor_coeff = meteor_coeff
-        self.meteor = None
-        if meteor_coeff:
-            from grue_bench.rewards.metric_reward import MetricReward
-
-            self.meteor = MetricReward("meteor", ["lexical/meteor"])
 
     def preference(self, texts: list[str]) -> list[float]:
         """P(good) of each text, ``batch_size`` texts at a time."""
         import torch
+
+        if self.classifier is not None:
+            good = self.classifier.labels.index(1)
+            return [probabilities[good] for probabilities in self.classifier.predict_proba(texts)]
 
         start_id = self.model.config.decoder_start_token_id
         scores: list[float] = []

@@ -47,6 +47,9 @@ BASE_LM_KEYS = ("tokenizer.model_name", "alg.model_name", "alg.policy.args.model
 MODEL_ARGS = ("model_name", "tokenizer_id", "tokenizer_name")
 """Reward and metric arguments naming a hub model; unset, each takes its offline default (the
 offline classifiers, the policy's own LM and tokenizer for perplexity)."""
+OFFLINE_STAND_INS = {"common_gen_preference_model": ("model_type", "offline")}
+"""Rewards whose hub model has an offline stand-in chosen by an argument (unless a local
+``model_path`` is given): id -> (argument, value)."""
 COMPONENT_MODEL_ARGS = {"bert_score": ("model_type",)}
 """Further arguments naming a hub model, per reward or metric id: BERTScore's backbone. (The
 perplexity's stride stays: one longer than the scored LM's window is cut to fit it.)"""
@@ -273,6 +276,16 @@ def offline_models(data: dict[str, Any], profile: str, task: str) -> dict[str, A
         del node[key]
         replaced.add(path)
         log.info("%s profile: %s %s -> %s", profile, path, name, counterpart)
+    reward = data.get("reward_fn")
+    stand_in = OFFLINE_STAND_INS.get(reward.get("id")) if isinstance(reward, dict) else None
+    args = reward.setdefault("args", {}) if stand_in else None
+    if stand_in and isinstance(args, dict) and not args.get("model_path"):
+        key, value = stand_in
+        log.info(
+            "%s profile: reward_fn.args.%s %s -> %s (%s's offline stand-in)",
+            profile, key, args.get(key, "(default)"), value, reward["id"],
+        )  # fmt: skip
+        args[key] = value
     env_args = (data.get("env") or {}).get("args")
     if replaced & set(BASE_LM_KEYS) and isinstance(env_args, dict) and "context_start_token" in env_args:
         # a token id of the replaced tokenizer's vocabulary; the profile's LM has its own start
