@@ -55,14 +55,15 @@ def test_training_is_deterministic():
     assert first.bias.equal(second.bias)
 
 
-def test_the_classifiers_command_prints_both_accuracies(sentiment_bow, intent_bow, capsys):
+def test_the_classifiers_command_prints_each_accuracy(sentiment_bow, intent_bow, capsys):
     from grue_bench.classifiers.__main__ import main
 
     assert main([]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith("IMDB sentiment test accuracy: 0.")
     assert lines[1].startswith("DailyDialog intent test accuracy: 0.")
+    assert lines[2].startswith("CommonGen plausibility test accuracy: 0.")
     assert all("majority class" in line for line in lines)
 
 
