@@ -190,7 +190,6 @@ class SupervisedArgs(Strict):
     needs_policy: ClassVar[bool] = False
 
     per_device_train_batch_size: PositiveInt = 16
-    per_device_eval_batch_size: PositiveInt | None = None
     num_train_epochs: PositiveFloat = 1
     learning_rate: PositiveFloat = 1e-4
     weight_decay: NonNegativeFloat = 0.0
@@ -199,11 +198,11 @@ class SupervisedArgs(Strict):
     gradient_accumulation_steps: PositiveInt = 1
     max_grad_norm: PositiveFloat = 1.0
     logging_steps: PositiveInt = 500
+    """Every this many optimizer steps the mean training loss is logged and recorded, and a
+    ``supervised`` run is evaluated on validation (RL4LMs's evaluation callback runs on log)."""
     save_total_limit: PositiveInt | None = None
-    eval_accumulation_steps: PositiveInt | None = None
-    evaluation_strategy: str | None = None
-    save_strategy: str | None = None
-    seed: int | None = None
+    """At most this many checkpoints kept: a run keeps one (its final ``model/``; a warm start its
+    ``warm_start/``), so every limit holds."""
 
 
 class PolicyArgs(Strict):

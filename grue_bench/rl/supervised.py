@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -121,8 +121,13 @@ class Supervised:
         self.lm.train()
         return sum(losses) / len(losses)
 
-    def fit(self, samples: Sequence[Sample], seed: int = 0) -> list[float]:
-        """Train for ``num_train_epochs``; returns the training loss of every step."""
+    def fit(
+        self, samples: Sequence[Sample], seed: int = 0, on_log: Callable[[int, float], None] | None = None
+    ) -> list[float]:
+        """Train for ``num_train_epochs``; returns the training loss of every step. Every
+        ``logging_steps`` optimizer steps the mean loss since the last report is logged and
+        handed to ``on_log(optimizer step, loss)`` (where RL4LMs evaluates on validation); the
+        optimizer steps taken are ``self.optimizer_steps``."""
         from transformers import get_scheduler
 
         epochs = self.args.num_train_epochs
@@ -135,6 +140,7 @@ class Supervised:
             num_training_steps=total,
         )
         losses: list[float] = []
+        self.optimizer_steps, reported, reported_at = 0, 0, 0
         self.lm.train()
         steps_left = math.ceil(batches_per_epoch * epochs)
         with tqdm(total=steps_left, desc="supervised", unit="batch", leave=False) as bar:
@@ -152,7 +158,15 @@ class Supervised:
                         self.optimizer.step()
                         scheduler.step()
                         self.optimizer.zero_grad()
+                        self.optimizer_steps += 1
                     losses.append(float(loss.detach()) * self.args.gradient_accumulation_steps)
+                    stepped = self.optimizer_steps
+                    if stepped % self.args.logging_steps == 0 and stepped > reported:
+                        mean = sum(losses[reported_at:]) / len(losses[reported_at:])
+                        reported, reported_at = stepped, len(losses)
+                        log.info("supervised: optimizer step %d, loss %.4f", stepped, mean)
+                        if on_log is not None:
+                            on_log(stepped, mean)
                     steps_left -= 1
                     bar.update(1)
                     bar.set_postfix(loss=f"{losses[-1]:.3f}")

@@ -215,8 +215,11 @@ def _say_how_to_use_the_gpus(apply_model_parallel: bool, processes: int) -> None
         )
 
 
-def supervised_fit(config: RunConfig, lm, tokenizer, model_type: str, seed: int, accelerator=None):
-    """Fit ``lm`` to the train split's references; returns (model, losses)."""
+def supervised_fit(
+    config: RunConfig, lm, tokenizer, model_type: str, seed: int, accelerator=None, on_log=None
+):
+    """Fit ``lm`` to the train split's references; returns (model, losses, optimizer steps).
+    ``on_log(step, loss, model)`` is called every ``logging_steps`` optimizer steps."""
     from grue_bench import plugins
     from grue_bench.rl.hparams import SupervisedArgs
     from grue_bench.rl.supervised import Supervised
@@ -239,8 +242,9 @@ def supervised_fit(config: RunConfig, lm, tokenizer, model_type: str, seed: int,
         env.prompt_truncation_side,
         accelerator,
     )
-    losses = trainer.fit(list(load_pool(config, "train")), seed=seed)
-    return trainer.model, losses
+    report = None if on_log is None else (lambda step, loss: on_log(step, loss, trainer.model))
+    losses = trainer.fit(list(load_pool(config, "train")), seed=seed, on_log=report)
+    return trainer.model, losses, trainer.optimizer_steps
 
 
 def train(
@@ -256,7 +260,7 @@ def train(
     lm, tokenizer, model_type = base.model, base.tokenizer, base.model_type
     result = TrainResult(model=lm, tokenizer=tokenizer, model_type=model_type)
     if config.alg.id == "supervised" or warm_start:
-        lm, result.supervised_losses = supervised_fit(config, lm, tokenizer, model_type, seed, accelerator)
+        lm, result.supervised_losses, _ = supervised_fit(config, lm, tokenizer, model_type, seed, accelerator)
         result.model = lm
         if config.alg.id == "supervised":
             return result

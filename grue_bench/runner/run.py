@@ -82,6 +82,26 @@ class RunExecution:
         self.skipped = scores.skipped
         return table, rows
 
+    def supervised_logger(self, tokenizer, model_type, pools, device):
+        """``on_log`` of a supervised run: the loss as ``train/loss`` and a validation
+        evaluation, at the optimizer step."""
+
+        def on_log(step: int, loss: float, lm) -> None:
+            self.recorder.metrics(step, "train", {"train/loss": loss})
+            samples = pools["validation"]
+            table, rows = self.evaluate(lm, tokenizer, model_type, samples, "validation", step, device)
+            self.recorder.metrics(step, "validation", table)
+            self.recorder.generations(step, "validation", rows)
+            lm.train()
+
+        return on_log
+
+
+def _supervised_steps(out: Path) -> int:
+    """The optimizer steps of the run's supervised stage, from its ``training_info.jsonl``."""
+    rows = [json.loads(line) for line in (out / "training_info.jsonl").read_text().splitlines()]
+    return [row for row in rows if row.get("stage") == "supervised"][-1]["optimizer_steps"]
+
 
 def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int = 0) -> RunOutcome:
     """Run ``spec`` (resuming from its checkpoint if one exists) and return its final results."""
@@ -129,18 +149,21 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
         if (warm / "config.json").is_file():
             lm = type(lm).from_pretrained(warm).to(device)
         else:
-            lm, losses = supervised_fit(config, lm, tokenizer, model_type, spec.seed)
-            _append_jsonl(out / "training_info.jsonl", {"stage": "supervised", "losses": losses})
+            # a supervised run is evaluated every logging_steps optimizer steps, as RL4LMs does
+            supervised = spec.alg == "supervised"
+            on_log = run.supervised_logger(tokenizer, model_type, pools, device) if supervised else None
+            lm, losses, steps = supervised_fit(config, lm, tokenizer, model_type, spec.seed, on_log=on_log)
+            info = {"stage": "supervised", "losses": losses, "optimizer_steps": steps}
+            _append_jsonl(out / "training_info.jsonl", info)
             lm.save_pretrained(warm)
-        if spec.alg == "supervised":
-            return _finish(run, lm, tokenizer, model_type, pools, n_iters, base.name, started, device)
+        if spec.alg == "supervised":  # its iterations are optimizer steps
+            steps = _supervised_steps(out)
+            return _finish(run, lm, tokenizer, model_type, pools, steps, base.name, started, device)
         if not resuming:  # the warm start's own score: what RL has to improve on
             table, _ = run.evaluate(lm, tokenizer, model_type, pools["test"], "test", WARM_START, device)
             recorder.metrics(WARM_START, "test", table)
 
-    algorithm = make_rl_algorithm(
-        config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed
-    )
+    algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed)
     rng = random.Random(spec.seed)
     saved_rng = load_checkpoint(checkpoint_dir, algorithm) if resuming else None
     if saved_rng is not None:

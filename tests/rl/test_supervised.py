@@ -45,3 +45,47 @@ def test_causal_labels_cover_only_the_reference_and_eos():
     assert labels[0].tolist() == [IGNORE, IGNORE, three, four, eos]
     assert ids[1].tolist()[-1] == pad and labels[1].tolist()[-1] == IGNORE
     assert torch.equal(batch["attention_mask"][1], torch.tensor([1, 1, 1, 0, 0]))
+
+
+def test_every_logging_steps_optimizer_steps_the_mean_loss_since_the_last_report_is_handed_on():
+    """RL4LMs's supervised trainer evaluates on log (HF Trainer's ``logging_steps``), counted in
+    optimizer steps: with 2 batches per step, a report every 3 steps covers 6 batches."""
+    tokenizer = word_tokenizer()
+    args = SupervisedArgs(
+        per_device_train_batch_size=16, num_train_epochs=2, gradient_accumulation_steps=2, logging_steps=3
+    )
+    trainer = Supervised(tiny_causal(tokenizer), tokenizer, "causal", args, 8, 6)
+    reports = []
+    losses = trainer.fit(_samples(160, 0), seed=0, on_log=lambda step, loss: reports.append((step, loss)))
+    assert trainer.optimizer_steps == 10  # 10 batches an epoch, 2 per step, 2 epochs
+    assert [step for step, _ in reports] == [3, 6, 9]
+    assert [loss for _, loss in reports] == pytest.approx([sum(losses[k : k + 6]) / 6 for k in (0, 6, 12)])
+
+
+def test_a_supervised_run_is_evaluated_every_logging_steps_and_last_at_its_final_step(tmp_path):
+    """Its iterations are optimizer steps: validation at each logged step, then the final scores."""
+    from grue_bench.runner.executor import GridExecutor
+    from grue_bench.runner.grid import build_specs
+    from grue_bench.store import Store
+
+    overrides = [
+        "alg.training_args.num_train_epochs=1",
+        "alg.training_args.per_device_train_batch_size=64",
+        "alg.training_args.logging_steps=2",
+        "datapool.id=commongen",
+        "datapool.args.max_samples=256",
+        "train_evaluation.eval_batch_size=200",
+        "train_evaluation.metrics=[{id: rouge}]",
+    ]
+    specs = build_specs(["commongen"], ["supervised"], [0], "tiny", overrides=overrides)
+    with Store(tmp_path / "s.sqlite") as store:
+        GridExecutor(store, tmp_path / "runs").run(specs)
+        (run,) = store.runs()
+        validation = store.curves(run.id, "validation")
+        train = store.curves(run.id, "train")["train/loss"]
+    assert run.status == "finished", run.error
+    steps = sorted({iteration for curve in validation.values() for iteration, _ in curve})
+    final = steps[-1]  # the optimizer steps of one epoch over the sampled references
+    assert final >= 4
+    assert steps == sorted({*range(2, final + 1, 2), final})
+    assert [iteration for iteration, _ in train] == list(range(2, final + 1, 2))

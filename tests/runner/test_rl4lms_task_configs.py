@@ -47,7 +47,7 @@ def test_it_trains_one_iteration_and_evaluates_offline_on_the_tiny_profile(path)
     assert base.name.startswith("tiny-")  # no hub model was needed
     lm = base.model
     if supervised:
-        lm, losses = supervised_fit(config, lm, base.tokenizer, base.model_type, seed=0)
+        lm, losses, _ = supervised_fit(config, lm, base.tokenizer, base.model_type, seed=0)
         assert losses and all(loss == loss for loss in losses)
     else:
         algorithm = make_rl_algorithm(config, lm, base.tokenizer, base.model_type, build_reward(config))
