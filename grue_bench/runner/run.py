@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,7 +159,9 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
             lm.save_pretrained(warm)
         if spec.alg == "supervised":  # its iterations are optimizer steps
             steps = _supervised_steps(out)
-            return _finish(run, lm, tokenizer, model_type, pools, steps, base.name, started, device)
+            outcome = _finish(run, lm, tokenizer, model_type, pools, steps, base.name, started, device)
+            shutil.rmtree(warm)  # model/ holds it now: one checkpoint kept (save_total_limit)
+            return outcome
         if not resuming:  # the warm start's own score: what RL has to improve on
             table, _ = run.evaluate(lm, tokenizer, model_type, pools["test"], "test", WARM_START, device)
             recorder.metrics(WARM_START, "test", table)

@@ -89,3 +89,5 @@ def test_a_supervised_run_is_evaluated_every_logging_steps_and_last_at_its_final
     assert final >= 4
     assert steps == sorted({*range(2, final + 1, 2), final})
     assert [iteration for iteration, _ in train] == list(range(2, final + 1, 2))
+    saved = [path.parent.name for path in (tmp_path / "runs").rglob("config.json")]
+    assert saved == ["model"]  # one checkpoint kept: any save_total_limit holds
