@@ -42,6 +42,11 @@ DATAPOOLS: Registry = Registry(
         "narrative_qa": "grue_bench.rl4lms_pools:NarrativeQA",
         "iwslt2017en_de": "grue_bench.rl4lms_pools:IWSLT2017EnDe",
         "daily_dialog": "grue_bench.rl4lms_pools:DailyDialog",
+        # RL4LMs ids for data with no shipped subset (hub or download only)
+        "wmt16": "grue_bench.rl4lms_hub_pools:WMT",
+        "wmt14_processed_en_de": "grue_bench.rl4lms_hub_pools:WMT14PreprocessedEnDe",
+        "wmt16newsonly": "grue_bench.rl4lms_hub_pools:WMT16NewsOnlyDatasetEnDe",
+        "crd3": "grue_bench.rl4lms_hub_pools:CRD3DialogueGeneration",
     },
 )
 
