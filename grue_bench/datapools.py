@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grue_bench.data import Sample, TextGenPool, read_jsonl
-from grue_bench.errors import GrueError
+from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.tasks import SPLITS, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,18 @@ def _read_local(path: Path, split: str) -> list[dict[str, Any]]:
     return read_jsonl(path)
 
 
+def hub_split(path: str, name: str | None, split: str, key: str, fix: str) -> Any:
+    """Split ``split`` of hub dataset ``path`` (config ``name``); MissingAssetError offline."""
+    import datasets
+
+    try:
+        return datasets.load_dataset(path, name, split=split)
+    except Exception as exc:  # the hub raises many types (ConnectionError, OfflineModeIsEnabled...)
+        raise MissingAssetError(
+            f"could not load dataset '{path}' ({name or 'default'}) from the hub: {exc}", key=key, fix=fix
+        ) from exc
+
+
 def _read_hub(task: TaskSpec, split: str) -> list[dict[str, Any]]:
     """Rows of the full dataset from the Hugging Face hub, converted by the task's hook."""
     hub = task.data.hub if task.data else None
@@ -49,17 +61,14 @@ def _read_hub(task: TaskSpec, split: str) -> list[dict[str, Any]]:
             key="datapool.args.source",
             fix="use source: shipped or a local file path",
         )
-    import datasets
-
-    try:
-        dataset = datasets.load_dataset(hub.path, hub.name, split=hub.splits.get(split, split))
-    except Exception as exc:  # the hub raises many types (ConnectionError, OfflineModeIsEnabled...)
-        raise GrueError(
-            f"could not load dataset '{hub.path}' ({hub.name or 'default'}) from the hub: {exc}",
-            key="datapool.args.source",
-            fix="without network use source: shipped (the real subset shipped with GRUE Bench) "
-            "or source: /path/to/your.jsonl",
-        ) from exc
+    dataset = hub_split(
+        hub.path,
+        hub.name,
+        hub.splits.get(split, split),
+        key="datapool.args.source",
+        fix="without network use source: shipped (the real subset shipped with GRUE Bench) "
+        "or source: /path/to/your.jsonl",
+    )
     convert = task.resolve(hub.converter) if hub.converter else dict
     rows: list[dict[str, Any]] = []
     for index, row in enumerate(dataset):

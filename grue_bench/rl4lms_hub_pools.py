@@ -15,25 +15,21 @@ from typing import Any
 from pydantic import PositiveInt
 
 from grue_bench.data import Sample, TextGenPool
-from grue_bench.datapools import _check_split
+from grue_bench.datapools import _check_split, hub_split
 from grue_bench.errors import MissingAssetError
 
 log = logging.getLogger(__name__)
 
 
 def _hub_split(path: str, name: str | None, split: str) -> Any:
-    """Split ``split`` of hub dataset ``path`` (config ``name``); MissingAssetError offline."""
-    import datasets
-
-    try:
-        return datasets.load_dataset(path, name, split=split)
-    except Exception as exc:  # the hub raises many types (ConnectionError, OfflineModeIsEnabled...)
-        raise MissingAssetError(
-            f"could not load dataset {path!r} ({name or 'default'}) from the hub: {exc}",
-            key="datapool.id",
-            fix="run where the Hugging Face hub is reachable (the dataset is cached after the first "
-            "load), or use a datapool with shipped data (grue ls datapools)",
-        ) from exc
+    return hub_split(
+        path,
+        name,
+        split,
+        key="datapool.id",
+        fix="run where the Hugging Face hub is reachable (the dataset is cached after the first "
+        "load), or use a datapool with shipped data (grue ls datapools)",
+    )
 
 
 def _subset(samples: list[Sample], max_samples: int | None, seed: int) -> list[Sample]:
