@@ -18,6 +18,8 @@ RL_SIZES = ["train_evaluation.n_iters=1", "alg.args.n_steps=4", "alg.args.batch_
 SUPERVISED_SIZES = ["alg.training_args.num_train_epochs=0.01"]
 """The supervised trainer's counterpart of one iteration: a few optimizer steps."""
 EVAL_SIZES = ["train_evaluation.eval_batch_size=256"]
+EVAL_SAMPLES = 16
+"""The evaluation runs the config's generation and every metric on this many validation samples."""
 
 
 def _name(path) -> str:
@@ -54,7 +56,7 @@ def test_it_trains_one_iteration_and_evaluates_offline_on_the_tiny_profile(path)
         stats = algorithm.step(list(load_pool(config, "train")), random.Random(0))
         assert algorithm.iteration == 1 and stats["rollout/length"] > 0
         lm = algorithm.unwrapped.lm
-    samples = list(load_pool(config, "validation"))
+    samples = list(load_pool(config, "validation"))[:EVAL_SAMPLES]
     scores, rows = evaluate(
         lm, base.tokenizer, base.model_type, config, samples, "validation", torch.device("cpu")
     )
