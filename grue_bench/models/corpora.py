@@ -54,20 +54,6 @@ _CHATTER = (
     "She read a long book.",
     "He forgot his keys again.",
 )
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 
 
 def increasing_numbers_corpus(n_texts: int = 2000, seed: int = 0) -> list[str]:
@@ -98,19 +84,13 @@ def increasing_numbers_corpus(n_texts: int = 2000, seed: int = 0) -> list[str]:
 
 
 def _date(rng: random.Random) -> str:
+    """An ISO date (YYYY-MM-DD), the form RL4LMs's ``sentences_with_dates`` reward counts."""
     year, month, day = rng.randint(1990, 2030), rng.randint(1, 12), rng.randint(1, 28)
-    return rng.choice(
-        (
-            f"{_MONTHS[month - 1]} {day}, {year}",
-            f"{day:02d}/{month:02d}/{year}",
-            f"{day} {_MONTHS[month - 1]} {year}",
-            f"{year}-{month:02d}-{day:02d}",
-        )
-    )
+    return f"{year}-{month:02d}-{day:02d}"
 
 
 def dates_corpus(n_texts: int = 2000, seed: int = 0, date_fraction: float = 0.15) -> list[str]:
-    """Short sentences; about ``date_fraction`` of them hold a calendar date such as 'May 5, 2021'."""
+    """Short sentences; about ``date_fraction`` of them hold an ISO date such as 2021-05-05."""
     rng = random.Random(seed)
     texts = []
     for _ in range(n_texts):

@@ -13,7 +13,7 @@ from grue_bench.errors import GrueError
 from grue_bench.models import BaseLM, load_base_lm, pretrain, tiny
 from grue_bench.models.cache import MARKER, read_entry
 from grue_bench.models.corpora import dates_corpus, increasing_numbers_corpus, task_corpus
-from grue_bench.rewards.synthetic import DATE_PATTERN, increasing_prefix_fraction
+from grue_bench.rewards.synthetic import DATE_PATTERN, increasing_numbers_fraction
 
 MODEL_TYPES = ["causal", "seq2seq"]
 
@@ -152,7 +152,7 @@ def test_synthetic_corpora_are_deterministic_and_do_not_solve_the_task():
     numbers = increasing_numbers_corpus(500, seed=3)
     assert numbers == increasing_numbers_corpus(500, seed=3) != increasing_numbers_corpus(500, seed=4)
     assert all(re.search(r"\d", text) for text in numbers)
-    mostly_sorted = sum(increasing_prefix_fraction(text, 20) > 0.5 for text in numbers)
+    mostly_sorted = sum(increasing_numbers_fraction(text, 20) > 0.5 for text in numbers)
     assert mostly_sorted < 0.2 * len(numbers)
 
     dates = dates_corpus(1000, seed=3)
