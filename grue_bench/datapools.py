@@ -20,7 +20,7 @@ from grue_bench.tasks import SPLITS, TaskSpec
 log = logging.getLogger(__name__)
 
 
-def _check_split(split: str) -> None:
+def check_split(split: str) -> None:
     if split not in SPLITS:
         raise GrueError(f"unknown split '{split}'", key="split", fix=f"use one of {', '.join(SPLITS)}")
 
@@ -98,7 +98,7 @@ class TaskPool(TextGenPool):
         """``source``: 'shipped' (offline subset), 'hub' (full dataset) or a local file/folder."""
         from grue_bench import plugins
 
-        _check_split(split)
+        check_split(split)
         spec = plugins.TASKS.get(task)
         if source == "shipped":
             rows = read_jsonl(spec.data_path(split))
@@ -137,7 +137,7 @@ class SyntheticPool(TextGenPool):
 
     @classmethod
     def prepare(cls, split: str, n_samples: int = 100, prompt: str = "") -> SyntheticPool:
-        _check_split(split)
+        check_split(split)
         return cls(
             [Sample(id=f"{split}-{i}", prompt_or_input_text=prompt, references=[]) for i in range(n_samples)]
         )

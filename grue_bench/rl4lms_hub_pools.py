@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import PositiveInt
 
 from grue_bench.data import Sample, TextGenPool
-from grue_bench.datapools import _check_split, hub_split
+from grue_bench.datapools import check_split, hub_split
 from grue_bench.errors import MissingAssetError
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class WMT(TextGenPool):
         max_samples: int | None = None,
         seed: int = 0,
     ) -> WMT:
-        _check_split(split)
+        check_split(split)
         try:
             rows = _hub_split(wmt_id, f"{source_language}-{target_language}", split)
         except MissingAssetError:
@@ -91,7 +91,7 @@ class WMT14PreprocessedEnDe(TextGenPool):
         max_samples: int | None = None,
         seed: int = 0,
     ) -> WMT14PreprocessedEnDe:
-        _check_split(split)
+        check_split(split)
         rows = _hub_split("stas/wmt14-en-de-pre-processed", None, split)
         samples = translation_samples(rows, split, "en", "de", prompt_prefix, prompt_suffix)
         return cls(_subset(samples, max_samples, seed))
@@ -110,7 +110,7 @@ class WMT16NewsOnlyDatasetEnDe(TextGenPool):
         max_samples: int | None = None,
         seed: int = 0,
     ) -> WMT16NewsOnlyDatasetEnDe:
-        _check_split(split)
+        check_split(split)
         path = "news_commentary" if split == "train" else "wmt16"
         rows = _hub_split(path, "de-en", split)
         samples = translation_samples(rows, split, "en", "de", prompt_prefix, prompt_suffix)
@@ -169,7 +169,7 @@ class CRD3DialogueGeneration(TextGenPool):
     def prepare(
         cls, split: str, max_context_size: PositiveInt, max_samples: int | None = None, seed: int = 0
     ) -> CRD3DialogueGeneration:
-        _check_split(split)
+        check_split(split)
         folder = crd3_folder()
         names = (folder / "data" / "aligned data" / CRD3_SPLIT_FILES[split]).read_text().splitlines()
         samples = []
