@@ -40,6 +40,13 @@ def _read_local(path: Path, split: str) -> list[dict[str, Any]]:
     return read_jsonl(path)
 
 
+def sample_subset(samples: list[Sample], max_samples: int | None, seed: int) -> list[Sample]:
+    """``max_samples`` of ``samples`` drawn with ``seed`` (all of them when None or more)."""
+    if max_samples is not None and max_samples < len(samples):
+        return random.Random(seed).sample(samples, max_samples)
+    return samples
+
+
 def hub_split(path: str, name: str | None, split: str, key: str, fix: str) -> Any:
     """Split ``split`` of hub dataset ``path`` (config ``name``); MissingAssetError offline."""
     import datasets
@@ -126,8 +133,7 @@ class TaskPool(TextGenPool):
                     },
                 )
             )
-        if max_samples is not None and max_samples < len(samples):
-            samples = random.Random(seed).sample(samples, max_samples)
+        samples = sample_subset(samples, max_samples, seed)
         log.debug("task %s split %s: %d samples from %s", task, split, len(samples), source)
         return cls(samples)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from pydantic import PositiveInt
 
 from grue_bench.data import Sample, TextGenPool
-from grue_bench.datapools import check_split, hub_split
+from grue_bench.datapools import check_split, hub_split, sample_subset
 from grue_bench.errors import MissingAssetError
 
 log = logging.getLogger(__name__)
@@ -30,12 +29,6 @@ def _hub_split(path: str, name: str | None, split: str) -> Any:
         fix="run where the Hugging Face hub is reachable (the dataset is cached after the first "
         "load), or use a datapool with shipped data (grue ls datapools)",
     )
-
-
-def _subset(samples: list[Sample], max_samples: int | None, seed: int) -> list[Sample]:
-    if max_samples is not None and max_samples < len(samples):
-        return random.Random(seed).sample(samples, max_samples)
-    return samples
 
 
 def translation_samples(
@@ -76,11 +69,16 @@ class WMT(TextGenPool):
         samples = translation_samples(
             rows, split, source_language, target_language, prompt_prefix, prompt_suffix
         )
-        return cls(_subset(samples, max_samples, seed))
+        return cls(sample_subset(samples, max_samples, seed))
 
 
-class WMT14PreprocessedEnDe(TextGenPool):
-    """RL4LMs ``wmt14_processed_en_de``: stas/wmt14-en-de-pre-processed, English to German."""
+class _EnglishToGerman(TextGenPool):
+    """RL4LMs's English-to-German pools: only the hub dataset read for each split differs."""
+
+    @classmethod
+    def dataset(cls, split: str) -> tuple[str, str | None]:
+        """(hub path, config name) of ``split``."""
+        raise NotImplementedError
 
     @classmethod
     def prepare(
@@ -90,31 +88,28 @@ class WMT14PreprocessedEnDe(TextGenPool):
         prompt_prefix: str = "",
         max_samples: int | None = None,
         seed: int = 0,
-    ) -> WMT14PreprocessedEnDe:
+    ) -> _EnglishToGerman:
         check_split(split)
-        rows = _hub_split("stas/wmt14-en-de-pre-processed", None, split)
+        rows = _hub_split(*cls.dataset(split), split)
         samples = translation_samples(rows, split, "en", "de", prompt_prefix, prompt_suffix)
-        return cls(_subset(samples, max_samples, seed))
+        return cls(sample_subset(samples, max_samples, seed))
 
 
-class WMT16NewsOnlyDatasetEnDe(TextGenPool):
+class WMT14PreprocessedEnDe(_EnglishToGerman):
+    """RL4LMs ``wmt14_processed_en_de``: stas/wmt14-en-de-pre-processed, English to German."""
+
+    @classmethod
+    def dataset(cls, split: str) -> tuple[str, str | None]:
+        return "stas/wmt14-en-de-pre-processed", None
+
+
+class WMT16NewsOnlyDatasetEnDe(_EnglishToGerman):
     """RL4LMs ``wmt16newsonly``: trains on News Commentary (de-en), evaluates on WMT16 (de-en);
     English to German."""
 
     @classmethod
-    def prepare(
-        cls,
-        split: str,
-        prompt_suffix: str = "",
-        prompt_prefix: str = "",
-        max_samples: int | None = None,
-        seed: int = 0,
-    ) -> WMT16NewsOnlyDatasetEnDe:
-        check_split(split)
-        path = "news_commentary" if split == "train" else "wmt16"
-        rows = _hub_split(path, "de-en", split)
-        samples = translation_samples(rows, split, "en", "de", prompt_prefix, prompt_suffix)
-        return cls(_subset(samples, max_samples, seed))
+    def dataset(cls, split: str) -> tuple[str, str | None]:
+        return ("news_commentary" if split == "train" else "wmt16"), "de-en"
 
 
 CRD3_URL = "https://github.com/RevanthRameshkumar/CRD3/archive/refs/heads/master.zip"
@@ -176,4 +171,4 @@ class CRD3DialogueGeneration(TextGenPool):
         for index, name in enumerate(names):
             episode = json.loads((folder / "data" / "cleaned data" / f"{name}.json").read_text())
             samples.extend(crd3_episode_samples(episode, f"{split}_ep_{index}", max_context_size))
-        return cls(_subset(samples, max_samples, seed))
+        return cls(sample_subset(samples, max_samples, seed))

@@ -8,8 +8,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from grue_bench.classifiers.datasets import join_words
 from grue_bench.data import Sample
-from grue_bench.datapools import TaskPool
+from grue_bench.datapools import TaskPool, sample_subset
 from grue_bench.errors import GrueError
 
 EOU = " <EOU> "
@@ -42,13 +43,7 @@ def _imdb_split(split: str, seed: int, source: str) -> list[Sample]:
 
 def _review(sample: Sample) -> str:
     """The whole review: the task's prompt (its first half of words) and reference (the rest)."""
-    return f"{sample.prompt_or_input_text} {sample.references[0]}"
-
-
-def _sampled(samples: list[Sample], max_samples: int | None, seed: int) -> TaskPool:
-    if max_samples is not None and max_samples < len(samples):
-        samples = random.Random(seed).sample(samples, max_samples)
-    return TaskPool(samples)
+    return join_words(sample.prompt_or_input_text, sample.references[0])
 
 
 class IMDB(TaskPool):
@@ -60,7 +55,7 @@ class IMDB(TaskPool):
         cls, split: str, seed: int = 0, source: str = "shipped", max_samples: int | None = None
     ) -> TaskPool:
         samples = [dataclasses.replace(s, references=[_review(s)]) for s in _imdb_split(split, seed, source)]
-        return _sampled(samples, max_samples, seed)
+        return TaskPool(sample_subset(samples, max_samples, seed))
 
 
 class IMDBForSeq2Seq(TaskPool):
@@ -85,7 +80,7 @@ class IMDBForSeq2Seq(TaskPool):
         ]
         if split == "train":
             samples = samples[: int(len(samples) * positive_ratio)]
-        return _sampled(samples, max_samples, seed)
+        return TaskPool(sample_subset(samples, max_samples, seed))
 
 
 class CommonGen(TaskPool):

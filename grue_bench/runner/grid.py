@@ -276,6 +276,16 @@ def offline_models(data: dict[str, Any], profile: str, task: str) -> dict[str, A
         del node[key]
         replaced.add(path)
         log.info("%s profile: %s %s -> %s", profile, path, name, counterpart)
+    _choose_offline_stand_in(data, profile)
+    if replaced & set(BASE_LM_KEYS):
+        _drop_context_start_token(data, profile)
+    _leave_out_unavailable_metrics(data, profile)
+    return data
+
+
+def _choose_offline_stand_in(data: dict[str, Any], profile: str) -> None:
+    """Set the argument choosing the reward's offline stand-in (``OFFLINE_STAND_INS``), unless the
+    config gives the reward a local ``model_path``."""
     reward = data.get("reward_fn")
     stand_in = OFFLINE_STAND_INS.get(reward.get("id")) if isinstance(reward, dict) else None
     args = reward.setdefault("args", {}) if stand_in else None
@@ -286,9 +296,13 @@ def offline_models(data: dict[str, Any], profile: str, task: str) -> dict[str, A
             profile, key, args.get(key, "(default)"), value, reward["id"],
         )  # fmt: skip
         args[key] = value
+
+
+def _drop_context_start_token(data: dict[str, Any], profile: str) -> None:
+    """Drop ``env.args.context_start_token``, a token id of the replaced tokenizer's vocabulary:
+    the profile's LM starts its responses as it was built to."""
     env_args = (data.get("env") or {}).get("args")
-    if replaced & set(BASE_LM_KEYS) and isinstance(env_args, dict) and "context_start_token" in env_args:
-        # a token id of the replaced tokenizer's vocabulary; the profile's LM has its own start
+    if isinstance(env_args, dict) and "context_start_token" in env_args:
         token = env_args.pop("context_start_token")
         log.info(
             "%s profile: env.args.context_start_token %s -> left out: it is a token id of the "
@@ -296,8 +310,6 @@ def offline_models(data: dict[str, Any], profile: str, task: str) -> dict[str, A
             profile,
             token,
         )
-    _leave_out_unavailable_metrics(data, profile)
-    return data
 
 
 def _leave_out_unavailable_metrics(data: dict[str, Any], profile: str) -> None:
