@@ -12,10 +12,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from grue_bench.config import Component
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import MetricScores
+from grue_bench.schema import Component
 
 log = logging.getLogger(__name__)
 

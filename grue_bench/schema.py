@@ -1,13 +1,15 @@
-"""Base pieces for typed configuration: strict models and args checked against a callable."""
+"""Base pieces for typed configuration: strict models, components chosen by id, merging partial
+configs, and args checked against a callable."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from grue_bench.errors import Problem
 
@@ -18,6 +20,33 @@ class Strict(BaseModel):
     """A config section: unknown keys are errors, values are validated on assignment too."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
+
+
+class Component(Strict):
+    """A registered component chosen by id, with its arguments."""
+
+    id: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` over ``base``, recursively for mappings (lists and values replace).
+
+    A component given with another ``id`` replaces the base's whole component: the arguments
+    of one component mean nothing to another.
+    """
+    merged = copy.deepcopy(base)
+    for key, value in update.items():
+        old = merged.get(key)
+        if (
+            isinstance(value, dict)
+            and isinstance(old, dict)
+            and value.get("id", old.get("id")) == old.get("id")
+        ):
+            merged[key] = deep_merge(old, value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
 
 
 def _stray_comma(value: Any) -> Any:

@@ -14,14 +14,24 @@ from typing import Any, Literal
 
 from pydantic import Field, PositiveInt, ValidationError, field_validator
 
-from grue_bench.config import Component, build_config, deep_merge
 from grue_bench.errors import GrueError, Problem
 from grue_bench.paths import task_dirs
 from grue_bench.registry import import_object
-from grue_bench.schema import Strict, problems_from
+from grue_bench.schema import Component, Strict, deep_merge, problems_from
 from grue_bench.yamlio import read_yaml_mapping
 
 SPLITS = ("train", "validation", "test")
+
+GRUE_TASKS = (
+    "imdb",
+    "commongen",
+    "cnn_dailymail",
+    "totto",
+    "narrative_qa",
+    "iwslt2017_en_de",
+    "daily_dialog",
+)
+"""What ``--task all`` means: the seven GRUE tasks (the synthetic checks are run by name)."""
 
 
 class HubSource(Strict):
@@ -82,37 +92,6 @@ class TaskSpec(Strict):
     algorithm id, an ``alg`` section merged over it."""
     directory: Path = Field(default=Path("."), exclude=True)
 
-    def run_config_data(self, alg_id: str, profile: str) -> dict[str, Any]:
-        """The run config (plain data) this task gives ``alg_id`` under ``profile``."""
-        from grue_bench import plugins
-
-        if profile not in self.profiles:
-            raise GrueError(
-                f"task '{self.id}' has no profile '{profile}'",
-                key="profile",
-                fix=f"use one of: {', '.join(self.profiles) or '(none)'}",
-            )
-        partial = dict(self.profiles[profile])
-        per_alg = partial.pop("algs", {}) or {}
-        shared_alg = partial.pop("alg", {}) or {}
-        hparams = plugins.ALGORITHMS.get(alg_id)
-        if hparams.needs_policy:
-            alg = deep_merge(shared_alg, per_alg.get(alg_id, {}))
-            kind = "maskable_" if hparams.masked_sampling else ""
-            alg.setdefault("policy", {}).setdefault("id", f"{kind}{self.model_type}_lm_actor_critic_policy")
-        else:
-            alg = {"model_type": self.model_type, **per_alg.get(alg_id, {})}
-        partial.setdefault("train_evaluation", {})
-        partial["train_evaluation"].setdefault("metrics", [m.model_dump() for m in self.metrics])
-        return {
-            "task": self.id,
-            "profile": profile,
-            "reward_fn": self.reward_fn.model_dump(),
-            **({"datapool": self.datapool.model_dump()} if self.datapool else {}),
-            **partial,
-            "alg": {**alg, "id": alg_id},
-        }
-
     def data_path(self, split: str) -> Path:
         """Shipped JSONL file for ``split``."""
         if self.data is None:
@@ -142,18 +121,22 @@ def load_task(target: Any) -> TaskSpec:
     """Load a task from a task folder, a ``task.yaml`` path, or a callable returning one."""
     if callable(target) and not isinstance(target, (str, Path)):
         target = target()
-    path = Path(target)
-    if path.is_dir():
-        path = path / "task.yaml"
+    path = task_yaml(target)
     data = _with_includes(path, read_yaml_mapping(path), seen=(path.resolve(),))
     try:
         spec = TaskSpec.model_validate({**data, "directory": path.parent})
     except ValidationError as exc:
         raise GrueError.many(problems_from(exc), str(path)) from None
-    problems = check_task(spec)
+    problems = task_problems(spec)
     if problems:
         raise GrueError.many(problems, str(path))
     return spec
+
+
+def task_yaml(target: str | Path) -> Path:
+    """The ``task.yaml`` of a task folder, or the file itself."""
+    path = Path(target)
+    return path / "task.yaml" if path.is_dir() else path
 
 
 def _with_includes(path: Path, data: dict[str, Any], seen: tuple[Path, ...]) -> dict[str, Any]:
@@ -175,8 +158,9 @@ def _with_includes(path: Path, data: dict[str, Any], seen: tuple[Path, ...]) -> 
     return deep_merge(base, data)
 
 
-def check_task(spec: TaskSpec) -> list[Problem]:
-    """Problems beyond structure: files exist, and every profile gives a valid run config."""
+def task_problems(spec: TaskSpec) -> list[Problem]:
+    """Problems beyond structure: data files exist, the id is the folder's name. (Profiles are
+    checked as run configs by ``grue_bench.resolve.check_task``.)"""
     problems: list[Problem] = []
     if spec.data is None and spec.datapool is None:
         problems.append(Problem("a task needs 'data' files or a 'datapool'", "data", "add one"))
@@ -194,22 +178,6 @@ def check_task(spec: TaskSpec) -> list[Problem]:
                 "make the folder name and the id the same",
             )
         )
-    from grue_bench import plugins
-
-    # The same problem usually shows under every algorithm: report it once, naming them.
-    seen: dict[tuple[str, str, str], list[str]] = {}
-    for profile in spec.profiles:
-        for alg_id in plugins.ALGORITHMS.ids():
-            try:
-                build_config(spec.run_config_data(alg_id, profile), f"profiles.{profile}")
-            except GrueError as exc:
-                for p in exc.problems:
-                    key = f"profiles.{profile}.{p.key}".rstrip(".")
-                    seen.setdefault((key, p.message, p.fix), []).append(alg_id)
-    every = plugins.ALGORITHMS.ids()
-    for (key, message, fix), algs in seen.items():
-        suffix = "" if algs == every else f" (with algorithm {', '.join(algs)})"
-        problems.append(Problem(message + suffix, key, fix))
     return problems
 
 

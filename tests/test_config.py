@@ -6,8 +6,8 @@ import pytest
 import yaml
 from conftest import RL4LMS_CONFIGS
 
-from grue_bench.config import apply_override, load_config
 from grue_bench.errors import GrueError
+from grue_bench.resolve import apply_override, load_config
 
 PPO_CONFIG = RL4LMS_CONFIGS / "cnn_dm_t5_ppo.yml"
 NLPO_CONFIG = RL4LMS_CONFIGS / "imdb_gpt2_nlpo.yml"
@@ -244,7 +244,7 @@ def test_bad_override_value_via_cli(run_grue):
 
 
 def test_merging_a_component_with_another_id_replaces_it():
-    from grue_bench.config import deep_merge
+    from grue_bench.schema import deep_merge
 
     base = {"reward_fn": {"id": "increasing_numbers", "args": {"min_tokens": 20}}, "env": {"n_envs": 1}}
     assert deep_merge(base, {"reward_fn": {"id": "meteor"}})["reward_fn"] == {"id": "meteor"}

@@ -7,7 +7,7 @@ import pytest
 from grue_bench import plugins
 from grue_bench.datapools import TaskPool
 from grue_bench.evaluation import load_predictions, score
-from grue_bench.runner.grid import GRUE_TASKS
+from grue_bench.tasks import GRUE_TASKS
 
 # (key, value for predictions = first reference, value for empty predictions); exact unless noted.
 CEILING_AND_FLOOR = {

@@ -6,11 +6,11 @@ import torch
 from conftest import RL4LMS_CONFIGS, RL4LMS_TASK_CONFIGS
 
 from grue_bench import plugins
-from grue_bench.config import build_config
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.postprocessing import three_sentence_summary
 from grue_bench.registry import Registry
+from grue_bench.resolve import build_config
 from grue_bench.rl.trainer import generation_settings
 from grue_bench.runner.evaluate import evaluate
 from grue_bench.yamlio import read_yaml_mapping

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 from conftest import REPO
 
-from grue_bench.runner.grid import GRUE_TASKS
+from grue_bench.tasks import GRUE_TASKS
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,7 @@ def test_offline_profile_takes_the_offline_stand_in_saying_so(caplog):
     from grue_bench.rl.trainer import build_reward
     from grue_bench.runner.grid import build_specs
 
-    caplog.set_level("INFO", logger="grue_bench.runner.grid")
+    caplog.set_level("INFO", logger="grue_bench.runner.offline")
     [spec] = build_specs(["commongen"], ["ppo"], [0], "tiny", config_file=PREF_CONFIG, offline=True)
     assert "model_name" not in spec.config.alg.policy.args  # rajkumarrrk/t5-common-gen replaced
     assert spec.config.reward_fn.args == {"device": "cpu", "batch_size": 5, "model_type": "offline"}

@@ -8,7 +8,8 @@ from conftest import REPO
 from grue_bench import plugins
 from grue_bench.datapools import SyntheticPool, TaskPool
 from grue_bench.errors import GrueError
-from grue_bench.runner.grid import GRUE_TASKS
+from grue_bench.resolve import task_config
+from grue_bench.tasks import GRUE_TASKS
 
 SYNTHETIC = ("increasing_numbers", "dates")
 SPLIT_SIZES = {
@@ -226,23 +227,23 @@ def test_task_profile_errors_are_reported_once_per_key(tmp_path, run_grue):
 
 
 def test_an_exponent_in_a_task_yaml_is_a_number(tmp_path):
-    from grue_bench.tasks import load_task
+    from grue_bench.resolve import load_task
 
     # a registered id, so that its profile validates as a run config
     task = load_task(_one_row_task(tmp_path, "{tiny: {alg: {args: {learning_rate: 1e-5}}}}", "dates"))
-    rate = task.run_config_data("ppo", "tiny")["alg"]["args"]["learning_rate"]
+    rate = task_config(task, "ppo", "tiny")["alg"]["args"]["learning_rate"]
     assert isinstance(rate, float) and rate == 1e-5
 
 
 def test_run_config_composition_per_algorithm():
     spec = plugins.TASKS.get("commongen")
-    nlpo = spec.run_config_data("nlpo", "tiny")
+    nlpo = task_config(spec, "nlpo", "tiny")
     assert nlpo["alg"]["policy"]["id"] == "maskable_seq2seq_lm_actor_critic_policy"
     assert nlpo["alg"]["policy"]["args"]["top_mask"] == 0.9
     assert nlpo["train_evaluation"]["metrics"][0]["id"] == "meteor"
-    supervised = spec.run_config_data("supervised", "tiny")
+    supervised = task_config(spec, "supervised", "tiny")
     assert "policy" not in supervised["alg"] and supervised["alg"]["model_type"] == "seq2seq"
-    ppo = plugins.TASKS.get("imdb").run_config_data("ppo", "paper")
+    ppo = task_config(plugins.TASKS.get("imdb"), "ppo", "paper")
     assert ppo["alg"]["policy"]["id"] == "causal_lm_actor_critic_policy"
     with pytest.raises(GrueError, match="has no profile 'huge'"):
-        spec.run_config_data("ppo", "huge")
+        task_config(spec, "ppo", "huge")

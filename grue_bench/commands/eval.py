@@ -27,9 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from grue_bench import plugins
-    from grue_bench.config import Component
     from grue_bench.datapools import TaskPool
     from grue_bench.evaluation import load_causal_lm, load_predictions, score
+    from grue_bench.schema import Component
 
     task = plugins.TASKS.get(args.task)
     samples = list(TaskPool.prepare(args.split, task=task.id, source=args.source))

@@ -24,9 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grue_bench.config import load_config
     from grue_bench.errors import GrueError
-    from grue_bench.tasks import load_task
+    from grue_bench.resolve import load_config, load_task
 
     failed: list[GrueError] = []
     for path in args.files:

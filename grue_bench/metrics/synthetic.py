@@ -42,5 +42,3 @@ class DatesInText(_TextScore):
 
     def score(self, text: str) -> float:
         return 1.0 if DATE_PATTERN.search(text) else 0.0
-
-

@@ -47,8 +47,8 @@ def test_a_causal_lm_generates_after_the_context_start_token_and_is_scored_so():
 
 def test_a_seq2seq_decoder_starts_from_the_context_start_token(monkeypatch):
     from grue_bench import models
-    from grue_bench.config import load_config
     from grue_bench.models import BaseLM
+    from grue_bench.resolve import load_config
     from grue_bench.rl.trainer import load_base
 
     tokenizer = word_tokenizer()
@@ -82,7 +82,7 @@ def test_a_seq2seq_decoder_starts_from_the_context_start_token(monkeypatch):
 
 
 def test_an_offline_profile_leaves_out_a_token_id_of_the_replaced_tokenizer(caplog):
-    caplog.set_level(logging.INFO, logger="grue_bench.runner.grid")
+    caplog.set_level(logging.INFO, logger="grue_bench.runner.offline")
     config = RL4LMS_TASK_CONFIGS / "summarization" / "t5_ppo.yml"
     (written,) = build_specs(["cnn_dailymail"], ["ppo"], [0], None, config)
     assert written.config.env.args.context_start_token == 0

@@ -11,9 +11,9 @@ import random
 import pytest
 
 from grue_bench import plugins
-from grue_bench.config import apply_override, build_config
 from grue_bench.models import load_base_lm
 from grue_bench.models.corpora import task_corpus
+from grue_bench.resolve import apply_override, build_config, task_config
 from grue_bench.rl.algorithm import STAT_KEYS
 from grue_bench.rl.trainer import build_reward, load_pool, make_rl_algorithm, set_seed
 
@@ -51,7 +51,7 @@ def base_lms():
 
 
 def _config(alg: str, model_type: str):
-    data = plugins.TASKS.get("increasing_numbers").run_config_data(alg, "tiny")
+    data = task_config(plugins.TASKS.get("increasing_numbers"), alg, "tiny")
     data["alg"]["policy"]["id"] = data["alg"]["policy"]["id"].replace("causal", model_type)
     for assignment in SETTINGS + PER_ALG.get((alg, model_type), []):
         apply_override(data, assignment)
@@ -89,7 +89,7 @@ def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
 def test_compile_sampler_reaches_the_rollouts_and_evaluation_stays_uncompiled():
     from grue_bench.rl.trainer import generation_settings
 
-    data = plugins.TASKS.get("increasing_numbers").run_config_data("grpo", "tiny")
+    data = task_config(plugins.TASKS.get("increasing_numbers"), "grpo", "tiny")
     apply_override(data, "alg.policy.args.compile_sampler=true")
     config = build_config(data, "compile_sampler test")
     assert generation_settings(config).compile_sampler

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from grue_bench import plugins
-from grue_bench.config import apply_override, build_config
+from grue_bench.resolve import apply_override, build_config, task_config
 from grue_bench.rl.trainer import build_reward, load_base, load_pool, make_rl_algorithm, set_seed
 
 pytestmark = pytest.mark.skipif(
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_small_profile_runs_a_ppo_iteration_on_imdb():
-    data = plugins.TASKS.get("imdb").run_config_data("ppo", "tiny")
+    data = task_config(plugins.TASKS.get("imdb"), "ppo", "tiny")
     data["profile"] = "small"
     for assignment in (
         "alg.args.n_steps=4",

@@ -2,7 +2,6 @@
 padded to ``max_prompt_length`` (observation.py), a causal ``min_length`` counted in new tokens
 (causal_policy.py adds the padded prompt's width to it)."""
 
-
 import pytest
 import torch
 from conftest import RL4LMS_TASK_CONFIGS
@@ -33,7 +32,7 @@ def test_without_pad_token_as_eos_token_the_tokenizer_keeps_no_pad_token():
 
 def test_a_run_loads_its_base_lm_with_the_configs_tokenizer_keys(monkeypatch):
     from grue_bench import models
-    from grue_bench.config import load_config
+    from grue_bench.resolve import load_config
     from grue_bench.rl.trainer import load_base
 
     seen = {}

@@ -8,8 +8,9 @@ import pytest
 from conftest import RL4LMS_CONFIGS, RL4LMS_TASK_CONFIGS
 
 from grue_bench.errors import GrueError
-from grue_bench.runner.grid import GRUE_TASKS, build_specs, resolve_grid
+from grue_bench.runner.grid import build_specs, resolve_grid
 from grue_bench.store import Store
+from grue_bench.tasks import GRUE_TASKS
 
 IMDB_PPO = RL4LMS_TASK_CONFIGS / "imdb_text_continuation" / "gpt2_ppo.yml"
 """RL4LMs's own IMDB PPO config, unchanged (see SOURCE.md)."""
@@ -144,7 +145,7 @@ def test_an_offline_profile_given_runs_rl4lms_config_offline_logging_each_substi
 
 
 def test_the_small_profile_replaces_the_models_and_takes_the_tiny_sizes(caplog):
-    caplog.set_level("INFO", logger="grue_bench.runner.grid")
+    caplog.set_level("INFO", logger="grue_bench.runner.offline")
     (spec,) = build_specs(["imdb"], ["ppo"], [0], "small", IMDB_PPO, offline=True)
     config = spec.config
     assert config.profile == "small" and config.tokenizer.model_name is None
@@ -178,13 +179,11 @@ def _metric_ids(spec) -> list[str]:
     return [metric.id for metric in spec.config.train_evaluation.metrics]
 
 
-def test_an_offline_profile_leaves_out_metrics_lacking_an_asset_saying_why(
-    tmp_path, monkeypatch, caplog
-):
+def test_an_offline_profile_leaves_out_metrics_lacking_an_asset_saying_why(tmp_path, monkeypatch, caplog):
     from grue_bench.metrics import spice
 
     monkeypatch.setattr(spice, "spice_dir", lambda: tmp_path)  # no jars there
-    caplog.set_level("WARNING", logger="grue_bench.runner.grid")
+    caplog.set_level("WARNING", logger="grue_bench.runner.offline")
     (commongen,) = build_specs(["commongen"], ["ppo"], [0], "tiny", COMMONGEN_PPO, offline=True)
     (iwslt,) = build_specs(["iwslt2017_en_de"], ["ppo"], [0], "tiny", IWSLT_PPO, offline=True)
     assert "spice" not in _metric_ids(commongen) and "cider" in _metric_ids(commongen)

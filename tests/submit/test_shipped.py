@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grue_bench.runner.grid import GRUE_TASKS
 from grue_bench.submit.rescore import agrees, rescore
 from grue_bench.submit.validate import ValidSubmission, validate
+from grue_bench.tasks import GRUE_TASKS
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines"
 SHIPPED = {"tiny-zero-shot": "zero-shot", "tiny-supervised": "supervised"}
