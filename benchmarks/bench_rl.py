@@ -25,6 +25,8 @@ import statistics
 import time
 from pathlib import Path
 
+from grue_bench.rl.trainer import Callback, Trainer
+
 
 class CallableReward:
     """A plain ``texts -> floats`` function as a batched reward."""
@@ -71,14 +73,33 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def profiled_step(algorithm, pool, rng, path: Path) -> dict[str, float]:
-    """One iteration under torch.profiler; its table of operators by self CPU time goes to ``path``."""
-    from torch.profiler import ProfilerActivity, profile
+class Timing(Callback):
+    """Seconds and statistics of every iteration; the last one under torch.profiler when
+    ``profile_to`` is given (its operators by self CPU time go to that file)."""
 
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=False) as prof:
-        stats = algorithm.step(pool, rng)
-    path.write_text(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
-    return stats
+    def __init__(self, profile_to: Path | None) -> None:
+        self.profile_to = profile_to
+        self.profiler = None
+        self.started = 0.0
+        self.seconds: list[float] = []
+        self.stats: list[dict[str, float]] = []
+
+    def on_iteration_start(self, trainer: Trainer) -> None:
+        if self.profile_to and trainer.iteration == trainer.n_iters - 1:
+            from torch.profiler import ProfilerActivity, profile
+
+            self.profiler = profile(activities=[ProfilerActivity.CPU], record_shapes=False)
+            self.profiler.__enter__()
+        self.started = time.perf_counter()
+
+    def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
+        self.seconds.append(time.perf_counter() - self.started)
+        self.stats.append(stats)
+        if self.profiler is not None:
+            self.profiler.__exit__(None, None, None)
+            table = self.profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=40)
+            self.profile_to.write_text(table)
+            self.profiler = None
 
 
 def main() -> None:
@@ -93,7 +114,7 @@ def main() -> None:
     from grue_bench.rl.hparams import MaskableCausalPolicyArgs
     from grue_bench.rl.policy import ActorCritic
     from grue_bench.rl.rollout import GenerationSettings
-    from grue_bench.rl.trainer import set_seed
+    from grue_bench.runner.assemble import set_seed
 
     set_seed(args.seed)
     if args.model:
@@ -149,20 +170,14 @@ def main() -> None:
         **extra,
     )
     pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]
-    rng = random.Random(args.seed)
-    seconds, updates, generation, rollouts, rewards, tokens = [], [], [], [], [], []
-    for iteration in range(args.iters):
-        started = time.perf_counter()
-        if args.torch_profile and iteration == args.iters - 1:
-            stats = profiled_step(algorithm, pool, rng, args.torch_profile)
-        else:
-            stats = algorithm.step(pool, rng)
-        seconds.append(time.perf_counter() - started)
-        updates.append(stats["time/update_s"])
-        generation.append(stats["time/generation_s"])
-        rollouts.append(stats["time/rollout_s"])
-        rewards.append(stats["rollout/reward"])
-        tokens.append(stats["rollout/length"] * args.batch_size)
+    timing = Timing(args.torch_profile)
+    Trainer(algorithm, pool, random.Random(args.seed), [timing]).fit(args.iters)
+    seconds, stats = timing.seconds, timing.stats
+    updates = [s["time/update_s"] for s in stats]
+    generation = [s["time/generation_s"] for s in stats]
+    rollouts = [s["time/rollout_s"] for s in stats]
+    rewards = [s["rollout/reward"] for s in stats]
+    tokens = [s["rollout/length"] * args.batch_size for s in stats]
     fifth = max(1, args.iters // 5)
     warm = 1 if args.iters > 1 else 0  # token rates leave out the first iteration (warm-up, compilation)
     print(

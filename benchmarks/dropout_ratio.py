@@ -46,6 +46,7 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
     from grue_bench.rl.hparams import MaskableCausalPolicyArgs
     from grue_bench.rl.policy import ActorCritic
     from grue_bench.rl.rollout import GenerationSettings
+    from grue_bench.rl.trainer import Trainer
 
     torch.manual_seed(0)
     lm = workload_gpt2(tokenizer, args.layers, args.width, args.dropout)
@@ -73,9 +74,7 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
         accumulate = algorithm.accumulate_gradient
         algorithm.accumulate_gradient = lambda batch: seen.append(accumulate(batch)) or seen[-1]
     before = torch.nn.utils.parameters_to_vector(lm.parameters()).clone()
-    rng = random.Random(0)
-    for _ in range(args.iters):
-        algorithm.step(pool, rng)
+    Trainer(algorithm, pool, random.Random(0)).fit(args.iters)
     if alg == "trpo":
         moved = not torch.equal(before, torch.nn.utils.parameters_to_vector(lm.parameters()))
         return {"trpo_stepped": float(moved)}

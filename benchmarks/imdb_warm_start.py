@@ -32,10 +32,10 @@ def main() -> None:
     add_override_argument(parser)  # --set, as for `grue run`
     args = parser.parse_args()
 
-    from grue_bench.rl.trainer import build_reward
+    from grue_bench.runner.assemble import build_reward
     from grue_bench.runner.executor import GridExecutor
     from grue_bench.runner.grid import build_specs
-    from grue_bench.runner.run import WARM_START, run_dir
+    from grue_bench.runner.run import WARM_START, spec_dir
     from grue_bench.store import Store, run_key
 
     overrides = [
@@ -49,7 +49,7 @@ def main() -> None:
 
     def held_out_reward(spec, iteration: int) -> float:
         rows = json.loads(
-            (run_dir(args.output_dir, spec) / "predictions" / f"test_{iteration}.json").read_text()
+            (spec_dir(args.output_dir, spec) / "predictions" / f"test_{iteration}.json").read_text()
         )
         scores = reward.batch(
             [r["prompt"] for r in rows],

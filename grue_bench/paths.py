@@ -28,3 +28,8 @@ def cache_dir() -> Path:
     path = Path(root)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def run_dir(root: Path, task: str, alg: str, seed: int, config_hash: str) -> Path:
+    """Where a run's artifacts go, under the output folder ``root``."""
+    return root / task / alg / f"seed{seed}-{config_hash}"

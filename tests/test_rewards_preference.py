@@ -106,7 +106,7 @@ def test_rl4lms_config_validates(run_grue):
 
 def test_offline_profile_takes_the_offline_stand_in_saying_so(caplog):
     """--profile tiny replaces the policy's hub LM and the 45 GB preference model, each logged."""
-    from grue_bench.rl.trainer import build_reward
+    from grue_bench.runner.assemble import build_reward
     from grue_bench.runner.grid import build_specs
 
     caplog.set_level("INFO", logger="grue_bench.runner.offline")

@@ -1,15 +1,22 @@
-"""Evaluating a policy on a split: batched generation, then the task's metric suite."""
+"""Evaluating a policy on a split: batched generation, then the task's metric suite; and the
+run's ``Evaluator``, which also writes each evaluation's scores and predictions to disk."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from grue_bench import plugins
 from grue_bench.config import RunConfig
 from grue_bench.data import Sample
 from grue_bench.evaluation import Scores, score
+from grue_bench.postprocessing import post_process
+from grue_bench.rl.rollout import generate
+from grue_bench.runner.generation import evaluation_generation_kwargs, generation_settings
 
 
 def evaluate(
@@ -17,11 +24,6 @@ def evaluate(
 ) -> tuple[Scores, list[dict[str, Any]]]:
     """Generate for every sample with the evaluation's generation kwargs, post-process the texts
     if they name a post-processor, and score them."""
-    from grue_bench import plugins
-    from grue_bench.postprocessing import post_process
-    from grue_bench.rl.rollout import generate
-    from grue_bench.rl.trainer import evaluation_generation_kwargs, generation_settings
-
     settings = generation_settings(config, evaluation=True, tokenizer=tokenizer, model_type=model_type)
     size = config.train_evaluation.eval_batch_size
     texts: list[str] = []
@@ -38,3 +40,37 @@ def evaluate(
         for s, t in zip(samples, texts, strict=True)
     ]
     return scores, rows
+
+
+def append_jsonl(path: Path, row: dict[str, Any]) -> None:
+    """Add ``row`` as one JSON line to ``path``."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+class Evaluator:
+    """Evaluates one run's model on its pools, writing ``<split>_metrics.jsonl`` and
+    ``predictions/<split>_<iteration>.json`` under ``out``, as RL4LMs does."""
+
+    def __init__(
+        self, config: RunConfig, tokenizer, model_type: str, pools: dict[str, list[Sample]], out: Path, device
+    ) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self.model_type = model_type
+        self.pools = pools
+        self.out = out
+        self.device = device
+        self.skipped: dict[str, str] = {}
+        """Metrics left out of any evaluation, with the reason."""
+        (out / "predictions").mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, lm, split: str, iteration: int) -> tuple[dict[str, float], list[dict[str, Any]]]:
+        """Score ``lm`` on ``split``; returns the corpus-level table and the generated rows."""
+        samples = self.pools[split]
+        scores, rows = evaluate(lm, self.tokenizer, self.model_type, self.config, samples, split, self.device)
+        table = scores.corpus()
+        append_jsonl(self.out / f"{split}_metrics.jsonl", {"iteration": iteration, **table})
+        (self.out / "predictions" / f"{split}_{iteration}.json").write_text(json.dumps(rows, indent=1))
+        self.skipped.update(scores.skipped)
+        return table, rows

@@ -28,6 +28,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from grue_bench.claims import HEARTBEAT_S, Owner
+from grue_bench.runner.assemble import build_reward, load_base
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.recorder import MessageRecorder, StoreRecorder, apply_message
 from grue_bench.runner.run import RunOutcome, execute
@@ -393,7 +394,6 @@ def prepare_assets(spec: RunSpec) -> str:
     Done once per group before runs start in parallel; otherwise every worker would pretrain the
     same model at the same time. Caches are written atomically, so groups build in parallel."""
     from grue_bench import plugins
-    from grue_bench.rl.trainer import build_reward, load_base
 
     load_base(spec.config)
     build_reward(spec.config)

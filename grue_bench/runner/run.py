@@ -11,8 +11,6 @@ evaluation (``predictions/<split>_<iteration>.json``), ``checkpoint/`` and ``mod
 from __future__ import annotations
 
 import json
-import logging
-import math
 import random
 import shutil
 import time
@@ -20,20 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
+import torch
 
+from grue_bench.paths import run_dir
+from grue_bench.rl.checkpoint import CHECKPOINT, discard_staged
+from grue_bench.rl.trainer import Trainer
+from grue_bench.runner.assemble import assemble, build_reward, make_rl_algorithm, supervised_fit
+from grue_bench.runner.callbacks import CheckpointEvery, Evaluations, RecordStats, Resume, final_evaluation
+from grue_bench.runner.evaluate import Evaluator, append_jsonl
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.recorder import Recorder
 from grue_bench.store import BEFORE_TRAINING
 
 WARM_START = 0
 """The iteration at which a supervised+RL run records its test scores after the supervised stage."""
-
-log = logging.getLogger(__name__)
-
-
-class RunFailure(Exception):
-    """A run that cannot go on (non-finite reward or loss, ...); recorded as failed."""
 
 
 @dataclass
@@ -48,54 +46,84 @@ class RunOutcome:
     skipped_metrics: dict[str, str] = field(default_factory=dict)
 
 
-def run_dir(root: Path, spec: RunSpec) -> Path:
-    """Where a run's artifacts go."""
-    return root / spec.task / spec.alg / f"seed{spec.seed}-{spec.config_hash}"
+def spec_dir(root: Path, spec: RunSpec) -> Path:
+    """Where ``spec``'s artifacts go."""
+    return run_dir(root, spec.task, spec.alg, spec.seed, spec.config_hash)
 
 
-def _append_jsonl(path: Path, row: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row) + "\n")
+def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int = 0) -> RunOutcome:
+    """Run ``spec`` (resuming from its checkpoint if one exists) and return its final results."""
+    recorder.begin()
+    started = time.perf_counter()
+    config = spec.config
+    out = spec_dir(output_root, spec)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(config.to_yaml())
+    run = assemble(config, spec.seed)
+    lm, tokenizer, model_type = run.base.model, run.base.tokenizer, run.base.model_type
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    evaluate = Evaluator(config, tokenizer, model_type, run.pools, out, device)
+    checkpoint_dir = out / CHECKPOINT
+    resuming = (checkpoint_dir / "meta.json").is_file()
+    discard_staged(out)
+    lm.to(device)
+    if not resuming:
+        table, _ = evaluate(lm, "test", BEFORE_TRAINING)
+        recorder.metrics(BEFORE_TRAINING, "test", table)
+
+    if spec.warm_start or spec.alg == "supervised":
+        lm = _supervised_stage(spec, recorder, evaluate, lm, out, device)
+        if spec.alg == "supervised":  # its iterations are optimizer steps
+            steps = _supervised_steps(out)
+            final, generations = final_evaluation(evaluate, lm, steps)
+            outcome = _finish(evaluate, lm, steps, final, generations, run.base.name, started)
+            shutil.rmtree(out / "warm_start")  # model/ holds it now: one checkpoint kept (save_total_limit)
+            return outcome
+        if not resuming:  # the warm start's own score: what RL has to improve on
+            table, _ = evaluate(lm, "test", WARM_START)
+            recorder.metrics(WARM_START, "test", table)
+
+    algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed)
+    every_eval = config.train_evaluation.eval_every
+    evaluations = Evaluations(evaluate, recorder, every_eval)
+    callbacks = [
+        *([Resume(checkpoint_dir, spec.label)] if resuming else []),
+        RecordStats(recorder, out, spec.label, position),
+        evaluations,
+        CheckpointEvery(recorder, out, config.train_evaluation.save_every or every_eval),
+    ]
+    trainer = Trainer(algorithm, run.pools["train"], random.Random(spec.seed), callbacks)
+    lm = trainer.fit(config.train_evaluation.n_iters)
+    final, generations = evaluations.final, evaluations.generations
+    return _finish(evaluate, lm, trainer.iteration, final, generations, run.base.name, started)
 
 
-def _check_finite(stats: dict[str, float], iteration: int) -> None:
-    bad = {k: v for k, v in stats.items() if not math.isfinite(v)}
-    if bad:
-        raise RunFailure(f"non-finite values at iteration {iteration}: {bad}")
+def _supervised_stage(spec: RunSpec, recorder: Recorder, evaluate: Evaluator, lm, out: Path, device):
+    """Fit the references (a supervised run is evaluated every ``logging_steps`` optimizer steps,
+    as RL4LMs does), or reload the fit a killed run left in ``warm_start/``."""
+    warm = out / "warm_start"
+    if (warm / "config.json").is_file():
+        return type(lm).from_pretrained(warm).to(device)
+    on_log = None
+    if spec.alg == "supervised":
 
+        def on_log(step: int, loss: float, model) -> None:
+            recorder.metrics(step, "train", {"train/loss": loss})
+            table, rows = evaluate(model, "validation", step)
+            recorder.metrics(step, "validation", table)
+            recorder.generations(step, "validation", rows)
+            model.train()
 
-class RunExecution:
-    """State of one run while it executes (kept small: the loop is in ``execute``)."""
-
-    def __init__(self, spec: RunSpec, recorder: Recorder, out: Path) -> None:
-        self.spec = spec
-        self.recorder = recorder
-        self.out = out
-        (out / "predictions").mkdir(parents=True, exist_ok=True)
-
-    def evaluate(self, lm, tokenizer, model_type, samples, split, iteration, device) -> tuple[dict, list]:
-        from grue_bench.runner.evaluate import evaluate
-
-        scores, rows = evaluate(lm, tokenizer, model_type, self.spec.config, samples, split, device)
-        table = scores.corpus()
-        _append_jsonl(self.out / f"{split}_metrics.jsonl", {"iteration": iteration, **table})
-        (self.out / "predictions" / f"{split}_{iteration}.json").write_text(json.dumps(rows, indent=1))
-        self.skipped = scores.skipped
-        return table, rows
-
-    def supervised_logger(self, tokenizer, model_type, pools, device):
-        """``on_log`` of a supervised run: the loss as ``train/loss`` and a validation
-        evaluation, at the optimizer step."""
-
-        def on_log(step: int, loss: float, lm) -> None:
-            self.recorder.metrics(step, "train", {"train/loss": loss})
-            samples = pools["validation"]
-            table, rows = self.evaluate(lm, tokenizer, model_type, samples, "validation", step, device)
-            self.recorder.metrics(step, "validation", table)
-            self.recorder.generations(step, "validation", rows)
-            lm.train()
-
-        return on_log
+    samples = evaluate.pools["train"]
+    tokenizer, model_type = evaluate.tokenizer, evaluate.model_type
+    lm, losses, steps = supervised_fit(
+        spec.config, lm, tokenizer, model_type, samples, spec.seed, on_log=on_log
+    )
+    append_jsonl(
+        out / "training_info.jsonl", {"stage": "supervised", "losses": losses, "optimizer_steps": steps}
+    )
+    lm.save_pretrained(warm)
+    return lm
 
 
 def _supervised_steps(out: Path) -> int:
@@ -104,128 +132,11 @@ def _supervised_steps(out: Path) -> int:
     return [row for row in rows if row.get("stage") == "supervised"][-1]["optimizer_steps"]
 
 
-def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int = 0) -> RunOutcome:
-    """Run ``spec`` (resuming from its checkpoint if one exists) and return its final results."""
-    from grue_bench.rl.checkpoint import (
-        CHECKPOINT,
-        discard_staged,
-        load_checkpoint,
-        save_checkpoint,
-        staged_dir,
-    )
-    from grue_bench.rl.trainer import (
-        build_reward,
-        load_base,
-        load_pool,
-        make_rl_algorithm,
-        set_seed,
-        supervised_fit,
-    )
-
-    recorder.begin()
-    started = time.perf_counter()
-    config = spec.config
-    out = run_dir(output_root, spec)
-    run = RunExecution(spec, recorder, out)
-    (out / "config.yaml").write_text(config.to_yaml())
-    set_seed(spec.seed)
-    base = load_base(config)
-    lm, tokenizer, model_type = base.model, base.tokenizer, base.model_type
-    pools = {split: list(load_pool(config, split)) for split in ("train", "validation", "test")}
-    n_iters = config.train_evaluation.n_iters
-    checkpoint_dir = out / CHECKPOINT
-    resuming = (checkpoint_dir / "meta.json").is_file()
-    discard_staged(out)
-
-    import torch
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    lm.to(device)
-    if not resuming:
-        table, _ = run.evaluate(lm, tokenizer, model_type, pools["test"], "test", BEFORE_TRAINING, device)
-        recorder.metrics(BEFORE_TRAINING, "test", table)
-
-    if spec.warm_start or spec.alg == "supervised":
-        warm = out / "warm_start"
-        if (warm / "config.json").is_file():
-            lm = type(lm).from_pretrained(warm).to(device)
-        else:
-            # a supervised run is evaluated every logging_steps optimizer steps, as RL4LMs does
-            supervised = spec.alg == "supervised"
-            on_log = run.supervised_logger(tokenizer, model_type, pools, device) if supervised else None
-            lm, losses, steps = supervised_fit(config, lm, tokenizer, model_type, spec.seed, on_log=on_log)
-            info = {"stage": "supervised", "losses": losses, "optimizer_steps": steps}
-            _append_jsonl(out / "training_info.jsonl", info)
-            lm.save_pretrained(warm)
-        if spec.alg == "supervised":  # its iterations are optimizer steps
-            steps = _supervised_steps(out)
-            outcome = _finish(run, lm, tokenizer, model_type, pools, steps, base.name, started, device)
-            shutil.rmtree(warm)  # model/ holds it now: one checkpoint kept (save_total_limit)
-            return outcome
-        if not resuming:  # the warm start's own score: what RL has to improve on
-            table, _ = run.evaluate(lm, tokenizer, model_type, pools["test"], "test", WARM_START, device)
-            recorder.metrics(WARM_START, "test", table)
-
-    algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed)
-    rng = random.Random(spec.seed)
-    saved_rng = load_checkpoint(checkpoint_dir, algorithm) if resuming else None
-    if saved_rng is not None:
-        rng.setstate(saved_rng)
-        log.info("%s: resuming after iteration %d", spec.label, algorithm.iteration)
-    every_eval = config.train_evaluation.eval_every
-    every_save = config.train_evaluation.save_every or every_eval
-    bar = tqdm(
-        total=n_iters,
-        initial=algorithm.iteration,
-        desc=spec.label,
-        unit="iter",
-        position=position,
-        leave=False,
-    )
-    while algorithm.iteration < n_iters:
-        stats = algorithm.step(pools["train"], rng)
-        iteration = algorithm.iteration
-        _check_finite(stats, iteration)
-        recorder.metrics(iteration, "rollout", {k: v for k, v in stats.items() if not k.startswith("train/")})
-        recorder.metrics(iteration, "train", {k: v for k, v in stats.items() if k.startswith("train/")})
-        _append_jsonl(out / "rollout_info.jsonl", {"iteration": iteration, **stats})
-        bar.update(1)
-        kl = stats.get("train/kl_to_ref_per_token")
-        kl = "n/a (beta 0)" if kl is None else f"{kl:.4f}/token"
-        bar.set_postfix(reward=f"{stats['rollout/reward']:.3f}", kl=kl)
-        if iteration % every_eval == 0 and iteration < n_iters:
-            table, rows = run.evaluate(
-                algorithm.unwrapped.lm,
-                tokenizer,
-                model_type,
-                pools["validation"],
-                "validation",
-                iteration,
-                device,
-            )
-            recorder.metrics(iteration, "validation", table)
-            recorder.generations(iteration, "validation", rows)
-        if iteration % every_save == 0 and iteration < n_iters:
-            save_checkpoint(staged_dir(out, iteration), algorithm, rng.getstate())
-            if not recorder.live:  # nothing is promoted before the run ends: keep only the newest
-                discard_staged(out, keep=iteration)
-            recorder.checkpoint(iteration, str(out))  # promoted by the writer, after this run's rows
-    bar.close()
-    return _finish(
-        run, algorithm.unwrapped.lm, tokenizer, model_type, pools, n_iters, base.name, started, device
-    )
-
-
 def _finish(
-    run: RunExecution, lm, tokenizer, model_type, pools, n_iters, model_name, started, device
+    evaluate: Evaluator, lm, iteration: int, final, generations, model_name: str, started: float
 ) -> RunOutcome:
-    """Final validation and test evaluations, the final model on disk; results for the writer."""
-    final: dict[str, dict[str, float]] = {}
-    generations: dict[str, list[dict[str, Any]]] = {}
-    for split in ("validation", "test"):
-        final[split], generations[split] = run.evaluate(
-            lm, tokenizer, model_type, pools[split], split, n_iters, device
-        )
-    lm.save_pretrained(run.out / "model")
-    tokenizer.save_pretrained(run.out / "model")
-    return RunOutcome(n_iters, final, generations, model_name, time.perf_counter() - started, run.skipped)
+    """The final model on disk; the run's results for the writer."""
+    lm.save_pretrained(evaluate.out / "model")
+    evaluate.tokenizer.save_pretrained(evaluate.out / "model")
+    duration = time.perf_counter() - started
+    return RunOutcome(iteration, final, generations, model_name, duration, dict(evaluate.skipped))

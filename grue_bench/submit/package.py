@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from grue_bench.errors import GrueError
+from grue_bench.paths import run_dir
 from grue_bench.store import BEFORE_TRAINING, RunRecord, Store
 from grue_bench.submit.format import FORMAT_VERSION, METADATA_FILE, default_file
 from grue_bench.yamlio import dump_yaml
@@ -158,11 +159,10 @@ def _collect(store: Store, run: RunRecord, stage: str) -> Packaged:
 
 def _artifact_rows(run: RunRecord, iteration: int) -> list[dict[str, str]]:
     """Test generations from the run's artifacts folder (as the runner writes them)."""
-    from grue_bench.runner.run import run_dir
-
     if not run.output_dir:
         raise GrueError(f"run {run.key[:10]} has no test generations at iteration {iteration}", key="--runs")
-    path = run_dir(Path(run.output_dir), run) / "predictions" / f"test_{iteration}.json"  # type: ignore[arg-type]
+    folder = run_dir(Path(run.output_dir), run.task, run.alg, run.seed, run.config_hash)
+    path = folder / "predictions" / f"test_{iteration}.json"
     if not path.is_file():
         raise GrueError(
             f"run {run.key[:10]} has no test generations at iteration {iteration} in the store, and its "

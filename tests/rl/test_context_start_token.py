@@ -46,15 +46,15 @@ def test_a_causal_lm_generates_after_the_context_start_token_and_is_scored_so():
 
 
 def test_a_seq2seq_decoder_starts_from_the_context_start_token(monkeypatch):
-    from grue_bench import models
     from grue_bench.models import BaseLM
     from grue_bench.resolve import load_config
-    from grue_bench.rl.trainer import load_base
+    from grue_bench.runner import assemble
+    from grue_bench.runner.assemble import load_base
 
     tokenizer = word_tokenizer()
     lm = tiny_seq2seq(tokenizer).eval()
     assert lm.config.decoder_start_token_id != OPENER
-    monkeypatch.setattr(models, "load_base_lm", lambda *a, **k: BaseLM(lm, tokenizer, "seq2seq", "t"))
+    monkeypatch.setattr(assemble, "load_base_lm", lambda *a, **k: BaseLM(lm, tokenizer, "seq2seq", "t"))
     config = load_config(
         RL4LMS_TASK_CONFIGS / "summarization" / "t5_ppo.yml", [f"env.args.context_start_token={OPENER}"]
     )

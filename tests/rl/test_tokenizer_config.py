@@ -31,12 +31,12 @@ def test_without_pad_token_as_eos_token_the_tokenizer_keeps_no_pad_token():
 
 
 def test_a_run_loads_its_base_lm_with_the_configs_tokenizer_keys(monkeypatch):
-    from grue_bench import models
     from grue_bench.resolve import load_config
-    from grue_bench.rl.trainer import load_base
+    from grue_bench.runner import assemble
+    from grue_bench.runner.assemble import load_base
 
     seen = {}
-    monkeypatch.setattr(models, "load_base_lm", lambda *args, **kwargs: seen.update(kwargs))
+    monkeypatch.setattr(assemble, "load_base_lm", lambda *args, **kwargs: seen.update(kwargs))
     overrides = ["tokenizer.padding_side=right", "tokenizer.truncation_side=right"]
     load_base(load_config(IMDB_PPO, [*overrides, "tokenizer.pad_token_as_eos_token=false"]))
     assert (seen["pad_token_as_eos_token"], seen["padding_side"], seen["truncation_side"]) == (

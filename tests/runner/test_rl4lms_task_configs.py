@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import RL4LMS_TASK_CONFIGS
 
-from grue_bench.rl.trainer import build_reward, load_base, load_pool, make_rl_algorithm, supervised_fit
+from grue_bench.runner.assemble import build_reward, load_base, load_pool, make_rl_algorithm, supervised_fit
 from grue_bench.runner.evaluate import evaluate
 from grue_bench.runner.grid import build_specs, resolve_grid
 
@@ -49,7 +49,9 @@ def test_it_trains_one_iteration_and_evaluates_offline_on_the_tiny_profile(path)
     assert base.name.startswith("tiny-")  # no hub model was needed
     lm = base.model
     if supervised:
-        lm, losses, _ = supervised_fit(config, lm, base.tokenizer, base.model_type, seed=0)
+        lm, losses, _ = supervised_fit(
+            config, lm, base.tokenizer, base.model_type, load_pool(config, "train"), seed=0
+        )
         assert losses and all(loss == loss for loss in losses)
     else:
         algorithm = make_rl_algorithm(config, lm, base.tokenizer, base.model_type, build_reward(config))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grue_bench.runner.run import run_dir
+from grue_bench.paths import run_dir
 from grue_bench.store import BEFORE_TRAINING, Store
 from grue_bench.submit.validate import validate
 from tests.submit.conftest import SEEDS, TASK, split_samples
@@ -47,7 +47,7 @@ def own_store(tmp_path: Path) -> Path:
                 store.fail_run(run.id, "RuntimeError: boom")
                 continue
             store.log_metrics(run.id, BEFORE_TRAINING, "test", {"lexical/bleu": 0.01 * (seed + 1)})
-            predictions = run_dir(output, run) / "predictions"
+            predictions = run_dir(output, run.task, run.alg, run.seed, run.config_hash) / "predictions"
             predictions.mkdir(parents=True)
             zero_shot = [
                 {"sample_id": i, "prompt": "p", "text": t, "references": ["r"]}

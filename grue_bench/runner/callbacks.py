@@ -1,0 +1,118 @@
+"""What the runner does around the RL loop, as ``Trainer`` callbacks, in this order: resume from
+``checkpoint/``, record each iteration's statistics, evaluate, save a checkpoint (last, so that the
+writer promotes it after the iteration's rows)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from grue_bench.rl.checkpoint import discard_staged, load_checkpoint, save_checkpoint, staged_dir
+from grue_bench.rl.trainer import Callback, Trainer
+from grue_bench.runner.evaluate import Evaluator, append_jsonl
+from grue_bench.runner.recorder import Recorder
+
+log = logging.getLogger(__name__)
+
+
+class Resume(Callback):
+    """Restores the algorithm and the prompt-drawing RNG from a run's checkpoint folder."""
+
+    def __init__(self, checkpoint: Path, label: str) -> None:
+        self.checkpoint = checkpoint
+        self.label = label
+
+    def on_train_start(self, trainer: Trainer) -> None:
+        saved_rng = load_checkpoint(self.checkpoint, trainer.algorithm)
+        if saved_rng is not None:
+            trainer.rng.setstate(saved_rng)
+            log.info("%s: resuming after iteration %d", self.label, trainer.iteration)
+
+
+class RecordStats(Callback):
+    """Each iteration's statistics: ``rollout`` and ``train`` rows in the store, a line of
+    ``rollout_info.jsonl`` and the progress bar."""
+
+    def __init__(self, recorder: Recorder, out: Path, label: str, position: int = 0) -> None:
+        self.recorder = recorder
+        self.out = out
+        self.label = label
+        self.position = position
+        self.bar: Any = None
+
+    def on_train_start(self, trainer: Trainer) -> None:
+        self.bar = tqdm(
+            total=trainer.n_iters,
+            initial=trainer.iteration,
+            desc=self.label,
+            unit="iter",
+            position=self.position,
+            leave=False,
+        )
+
+    def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
+        iteration = trainer.iteration
+        self.recorder.metrics(
+            iteration, "rollout", {k: v for k, v in stats.items() if not k.startswith("train/")}
+        )
+        self.recorder.metrics(iteration, "train", {k: v for k, v in stats.items() if k.startswith("train/")})
+        append_jsonl(self.out / "rollout_info.jsonl", {"iteration": iteration, **stats})
+        self.bar.update(1)
+        kl = stats.get("train/kl_to_ref_per_token")
+        kl = "n/a (beta 0)" if kl is None else f"{kl:.4f}/token"
+        self.bar.set_postfix(reward=f"{stats['rollout/reward']:.3f}", kl=kl)
+
+    def on_train_end(self, trainer: Trainer) -> None:
+        self.bar.close()
+
+
+def final_evaluation(evaluate: Evaluator, lm, iteration: int) -> tuple[dict, dict]:
+    """Validation and test of the trained ``lm``: per split, its scores and its generations."""
+    final, generations = {}, {}
+    for split in ("validation", "test"):
+        final[split], generations[split] = evaluate(lm, split, iteration)
+    return final, generations
+
+
+class Evaluations(Callback):
+    """Validation every ``every`` iterations (not at the last: the final evaluation covers it),
+    then validation and test after the last iteration, kept as ``final`` and ``generations``."""
+
+    def __init__(self, evaluate: Evaluator, recorder: Recorder, every: int) -> None:
+        self.evaluate = evaluate
+        self.recorder = recorder
+        self.every = every
+        self.final: dict[str, dict[str, float]] = {}
+        self.generations: dict[str, list[dict[str, Any]]] = {}
+
+    def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
+        iteration = trainer.iteration
+        if iteration % self.every == 0 and iteration < trainer.n_iters:
+            table, rows = self.evaluate(trainer.algorithm.unwrapped.lm, "validation", iteration)
+            self.recorder.metrics(iteration, "validation", table)
+            self.recorder.generations(iteration, "validation", rows)
+
+    def on_train_end(self, trainer: Trainer) -> None:
+        lm = trainer.algorithm.unwrapped.lm
+        self.final, self.generations = final_evaluation(self.evaluate, lm, trainer.iteration)
+
+
+class CheckpointEvery(Callback):
+    """A staged checkpoint every ``every`` iterations (not at the last: the run is finished then),
+    promoted by the writer once it has stored the rows sent before it."""
+
+    def __init__(self, recorder: Recorder, out: Path, every: int) -> None:
+        self.recorder = recorder
+        self.out = out
+        self.every = every
+
+    def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
+        iteration = trainer.iteration
+        if iteration % self.every == 0 and iteration < trainer.n_iters:
+            save_checkpoint(staged_dir(self.out, iteration), trainer.algorithm, trainer.rng.getstate())
+            if not self.recorder.live:  # nothing is promoted before the run ends: keep only the newest
+                discard_staged(self.out, keep=iteration)
+            self.recorder.checkpoint(iteration, str(self.out))
