@@ -9,11 +9,11 @@ from sqlite_utils import Database
 
 from grue_bench.store.crowd import CrowdTables
 from grue_bench.store.rows import RowTables
-from grue_bench.store.runs import RunTable
+from grue_bench.store.runs import RunsTable
 from grue_bench.store.schema import open_database, transaction
 
 
-class Store(RunTable, RowTables, CrowdTables):
+class Store(RunsTable, RowTables, CrowdTables):
     """A results store file; safe to open from several processes at once."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0):

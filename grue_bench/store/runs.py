@@ -32,7 +32,6 @@ from grue_bench.store.schema import timestamp, transaction
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("queued", "running", "finished", "failed", "submitted")
 DONE = ("finished", "submitted")
 """Statuses of a run whose results are complete: re-running skips it."""
 
@@ -95,7 +94,7 @@ def run_key(task: str, alg: str, seed: int, config_hash: str) -> str:
     return hashlib.sha256(f"{task}|{alg}|{seed}|{config_hash}".encode()).hexdigest()
 
 
-class RunTable:
+class RunsTable:
     """The ``runs`` table of a store (a mixin of ``Store``)."""
 
     db: Database
