@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from grue_bench import store as store_module
-from grue_bench.claims import OWNER_COLUMNS, Owner
 from grue_bench.errors import GrueError
 from grue_bench.runner.executor import keep_alive
 from grue_bench.store import (
@@ -23,10 +21,11 @@ from grue_bench.store import (
     SCHEMA_VERSION,
     Store,
     environment_info,
-    format_runs,
     git_commit,
     run_key,
 )
+from grue_bench.store import schema as store_schema
+from grue_bench.store.claims import OWNER_COLUMNS, Owner
 
 
 def start(store: Store, *, seed: int = 0, alg: str = "ppo", task: str = "imdb", **kwargs):
@@ -104,9 +103,9 @@ def test_older_schema_version_without_migration_is_refused(tmp_path: Path):
 def test_older_schema_version_is_migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "grue.db"
     Store(path).close()
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(store_schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     monkeypatch.setattr(
-        store_module, "MIGRATIONS", {SCHEMA_VERSION: lambda db: db.execute("ALTER TABLE runs ADD note TEXT")}
+        store_schema, "MIGRATIONS", {SCHEMA_VERSION: lambda db: db.execute("ALTER TABLE runs ADD note TEXT")}
     )
     with Store(path) as migrated:
         assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION + 1,)]
@@ -122,12 +121,16 @@ START_KEY = run_key("imdb", "ppo", 0, "abc123")
 
 
 def old_store(path: Path, version: int) -> None:
-    """A store as schema version 1 or 2 wrote it, with one run left 'running' and its metric."""
+    """A store as schema version 1, 2 or 3 wrote it (before the crowd tables), with one run left
+    'running' and its metric."""
     with sqlite3.connect(path) as conn:
-        for statement in store_module.SCHEMA:
+        for statement in store_schema.SCHEMA:
             conn.execute(statement if version > 1 else statement.replace(V2_CHECK, V1_CHECK))
-        for column in OWNER_COLUMNS:  # added by version 3
+        added = {3: list(OWNER_COLUMNS), 4: ["skipped_metrics"]}
+        for column in [column for since, columns in added.items() if since > version for column in columns]:
             conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        conn.execute("DROP TABLE crowd_items")
+        conn.execute("DROP TABLE crowd_batches")
         conn.execute("INSERT INTO schema_version VALUES (?)", [version])
         conn.execute(
             "INSERT INTO runs (key, task, alg, seed, profile, config, config_hash, status, source, "
@@ -167,11 +170,34 @@ def test_a_schema_2_store_gains_run_owners_and_its_running_run_is_taken_up(tmp_p
         assert taken.id == 1 and taken.status == "queued" and taken.owner == Owner.current()
 
 
-def test_a_runs_table_that_already_has_owners_is_not_migrated_blindly(tmp_path: Path):
+def test_a_schema_3_store_gains_skipped_metrics_and_the_crowd_tables_and_keeps_its_rows(tmp_path: Path):
+    path = tmp_path / "v3.db"
+    old_store(path, 3)
+    with Store(path) as migrated:
+        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+        assert SCHEMA_VERSION == 4
+        left = migrated.get_run(START_KEY)
+        assert left.status == "running" and left.skipped_metrics == {}
+        assert migrated.curves(1, "train") == {"loss": [(0, 1.0)]}
+        assert {"crowd_batches", "crowd_items"} <= set(migrated.db.table_names())
+        assert {"runs_status", "runs_task_alg"} <= {index.name for index in migrated.db["runs"].indexes}
+        run = start(migrated)  # the run left 'running' is taken up, executed and finished
+        migrated.mark_executing(run.id)
+        migrated.finish_run(run.id, skipped_metrics={"semantic/bert_score": "model offline"})
+    with Store(path) as reopened:
+        assert reopened.get_run(START_KEY).skipped_metrics == {"semantic/bert_score": "model offline"}
+
+
+@pytest.mark.parametrize(("claimed", "column"), [(2, "owner_pid"), (3, "skipped_metrics")])
+def test_a_runs_table_that_already_has_a_later_column_is_not_migrated_blindly(
+    tmp_path: Path, claimed: int, column: str
+):
     path = tmp_path / "odd.db"
     Store(path).close()
-    set_schema_version(path, 2)  # claims version 2, but its runs table is already version 3's
-    with pytest.raises(GrueError, match=r"cannot be migrated from schema version 2 to 3.*owner_pid"):
+    set_schema_version(path, claimed)  # claims an older version, but its runs table is already newer
+    with pytest.raises(
+        GrueError, match=rf"cannot be migrated from schema version {claimed} to {claimed + 1}.*{column}"
+    ):
         Store(path)
 
 
@@ -365,6 +391,19 @@ def test_finish_run_writes_final_rows_with_the_status(store: Store):
     assert count(store, "generations", run.id) == 1
     with pytest.raises(ValueError, match="iteration="):
         store.finish_run(run.id, final_metrics={"test": {"rouge1": 0.5}})
+
+
+def test_skipped_metrics_are_stored_with_the_finished_run(tmp_path: Path):
+    path = tmp_path / "grue.db"
+    skipped = {"semantic/bert_score": "needs the hub, which is offline", "diversity/self_bleu": "one sample"}
+    with Store(path) as first:
+        run = start(first)
+        assert run.skipped_metrics == {}
+        first.finish_run(run.id, iteration=1, final_metrics={"test": {"rouge": 0.5}}, skipped_metrics=skipped)
+    with Store(path) as second:
+        assert second.get_run(run.key).skipped_metrics == skipped
+        restarted = start(second, force=True)  # a fresh start forgets what the last attempt skipped
+        assert restarted.skipped_metrics == {}
 
 
 def assert_untouched(store: Store, run) -> None:
@@ -574,7 +613,7 @@ def test_of_processes_racing_to_claim_a_run_exactly_one_wins(tmp_path: Path):
         assert store.get_run(START_KEY).owner_pid == winners[0]
 
 
-# --- provenance and formatting ----------------------------------------------------------------
+# --- provenance ------------------------------------------------------------------------------------
 
 
 def test_environment_info(tmp_path: Path):
@@ -599,22 +638,3 @@ def test_git_commit_is_read_from_the_checkout(tmp_path: Path):
 
     (git_dir / "HEAD").write_text(sha[::-1] + "\n")  # detached
     assert git_commit(tmp_path) == sha[::-1]
-
-
-def test_format_runs(store: Store):
-    assert format_runs([]) == "no runs"
-    ok = start(store, seed=0)
-    store.finish_run(ok.id)
-    bad = start(store, seed=1)
-    store.fail_run(bad.id, "ValueError: bad reward\n  at line 3")
-    lines = format_runs(store.runs()).splitlines()
-    assert lines[0].split() == ["key", "task", "alg", "seed", "profile", "status", "duration", "error"]
-    assert lines[1].split()[:6] == [ok.key[:10], "imdb", "ppo", "0", "tiny", "finished"]
-    assert lines[2].split()[:6] == [bad.key[:10], "imdb", "ppo", "1", "tiny", "failed"]
-    assert lines[2].endswith("ValueError: bad reward") and "line 3" not in lines[2]
-    assert len(lines) == 3
-
-
-@pytest.mark.parametrize(("seconds", "shown"), [(None, "-"), (4.25, "4.2s"), (125, "2m05s"), (7380, "2h03m")])
-def test_durations_are_readable(seconds, shown):
-    assert store_module._format_duration(seconds) == shown

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grue_bench.store import RunRecord
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from grue_bench.errors import GrueError
-    from grue_bench.store import Store, format_runs
+    from grue_bench.store import Store
 
     if not args.store.is_file():
         raise GrueError(
@@ -26,3 +31,49 @@ def run(args: argparse.Namespace) -> int:
     with Store(args.store) as store:
         print(format_runs(store.runs(task=args.task, alg=args.alg, status=args.status)))
     return 0
+
+
+def format_runs(records: Sequence[RunRecord]) -> str:
+    """A plain text table of runs for ``grue runs``."""
+    if not records:
+        return "no runs"
+    header = ("key", "task", "alg", "seed", "profile", "status", "duration", "error")
+    rows = [
+        (
+            r.key[:10],
+            r.task,
+            r.alg,
+            str(r.seed),
+            r.profile,
+            r.status,
+            _format_duration(r.duration_s),
+            _truncate(_first_line(r.error), 60),
+        )
+        for r in records
+    ]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
+    ]
+    return "\n".join(lines)
+
+
+def _format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def _truncate(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

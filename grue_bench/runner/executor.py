@@ -3,7 +3,7 @@
 This process is the store's one writer. Workers send what their runs record as messages; a
 run's final results and its 'finished' status are written in one transaction. A failing run is
 recorded as failed with its error and the grid goes on. The grid holds its runs in the store while
-it lives (``grue_bench.claims``): a run another live grid holds is left to it and reported.
+it lives (``grue_bench.store.claims``): a run another live grid holds is left to it and reported.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from grue_bench.claims import HEARTBEAT_S, Owner
 from grue_bench.runner.assemble import build_reward, load_base
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.recorder import MessageRecorder, StoreRecorder, apply_message
 from grue_bench.runner.run import RunOutcome, execute
+from grue_bench.store.claims import HEARTBEAT_S, Owner
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +156,7 @@ class GridExecutor:
             final_metrics=outcome.final_metrics,
             generations=outcome.final_generations,
             model=outcome.model_name,
+            skipped_metrics=outcome.skipped_metrics,
         )
         self.report.finished.append(label)
         self.report.durations[label] = outcome.duration_s

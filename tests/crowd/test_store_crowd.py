@@ -1,4 +1,4 @@
-"""The store's crowd tables: created with a new store, added to one made before them, and the
+"""The store's crowd tables: created with a new store, migrated into one made before them, and the
 ratings API (replace on re-ingest, filters)."""
 
 from __future__ import annotations
@@ -44,22 +44,20 @@ def test_a_new_store_has_the_crowd_tables(tmp_path: Path):
         assert store.crowd_batch("nope") is None and store.crowd_items("nope") == []
 
 
-def test_a_store_made_before_the_crowd_tables_gets_them_on_first_use(tmp_path: Path):
+def test_a_store_made_before_the_crowd_tables_gets_them_by_migration(tmp_path: Path):
     path = tmp_path / "grue.db"
     Store(path).close()
-    with sqlite3.connect(path) as conn:  # as a version-1 store written before crowd batches existed
+    with sqlite3.connect(path) as conn:  # as a version-3 store written before crowd batches existed
         conn.execute("DROP TABLE crowd_items")
         conn.execute("DROP TABLE crowd_batches")
+        conn.execute("ALTER TABLE runs DROP COLUMN skipped_metrics")
+        conn.execute("UPDATE schema_version SET version = 3")
     conn.close()
     with Store(path) as store:
-        assert store.crowd_batch("b1") is None and store.crowd_items("b1") == []  # reads do not write
-        assert "crowd_batches" not in store.db.table_names()
+        assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+        assert store.crowd_batch("b1") is None and store.crowd_items("b1") == []
         assert store.add_crowd_batch(batch(), ITEMS)
         assert store.crowd_items("b1") == ITEMS
-        store._ensure_crowd_tables()  # idempotent
-    with Store(path) as store:
-        # the crowd tables are created on use, not by a schema migration
-        assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_ratings_are_replaced_not_duplicated_and_filtered(tmp_path: Path):

@@ -1,0 +1,43 @@
+"""`grue runs`: the plain text table of a store's runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grue_bench.commands.runs import _format_duration, format_runs
+from grue_bench.store import Store
+
+
+def test_format_runs(tmp_path: Path):
+    assert format_runs([]) == "no runs"
+    with Store(tmp_path / "grue.db") as store:
+        ok = start(store, seed=0)
+        store.finish_run(ok.id)
+        bad = start(store, seed=1)
+        store.fail_run(bad.id, "ValueError: bad reward\n  at line 3")
+        lines = format_runs(store.runs()).splitlines()
+    assert lines[0].split() == ["key", "task", "alg", "seed", "profile", "status", "duration", "error"]
+    assert lines[1].split()[:6] == [ok.key[:10], "imdb", "ppo", "0", "tiny", "finished"]
+    assert lines[2].split()[:6] == [bad.key[:10], "imdb", "ppo", "1", "tiny", "failed"]
+    assert lines[2].endswith("ValueError: bad reward") and "line 3" not in lines[2]
+    assert len(lines) == 3
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(None, "-"), (4.25, "4.2s"), (125, "2m05s"), (7380, "2h03m")])
+def test_durations_are_readable(seconds, shown):
+    assert _format_duration(seconds) == shown
+
+
+def start(store: Store, *, seed: int):
+    return store.start_run(
+        task="imdb",
+        task_version=1,
+        alg="ppo",
+        seed=seed,
+        profile="tiny",
+        model="tiny-gpt2",
+        config={"alg": {"id": "ppo"}},
+        config_hash="abc123",
+    )
