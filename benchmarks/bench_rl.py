@@ -111,7 +111,7 @@ def main() -> None:
     from grue_bench.data import Sample
     from grue_bench.registry import import_object
     from grue_bench.rewards.synthetic import IncreasingNumbers
-    from grue_bench.rl.hparams import MaskableCausalPolicyArgs
+    from grue_bench.rl.hparams import MaskablePolicyArgs
     from grue_bench.rl.policy import ActorCritic
     from grue_bench.rl.rollout import GenerationSettings
     from grue_bench.runner.assemble import set_seed
@@ -158,7 +158,7 @@ def main() -> None:
         compile_sampler=args.compile,
     )
     algorithm_cls = import_object(hparams.implementation)
-    extra = {"mask_args": MaskableCausalPolicyArgs(min_tokens_to_keep=10)} if args.alg == "nlpo" else {}
+    extra = {"mask_args": MaskablePolicyArgs(min_tokens_to_keep=10)} if args.alg == "nlpo" else {}
     algorithm = algorithm_cls(
         ActorCritic(lm, "causal"),
         tokenizer,

@@ -43,7 +43,7 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
     from grue_bench import plugins
     from grue_bench.registry import import_object
     from grue_bench.rewards.synthetic import IncreasingNumbers
-    from grue_bench.rl.hparams import MaskableCausalPolicyArgs
+    from grue_bench.rl.hparams import MaskablePolicyArgs
     from grue_bench.rl.policy import ActorCritic
     from grue_bench.rl.rollout import GenerationSettings
     from grue_bench.rl.trainer import Trainer
@@ -58,7 +58,7 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
     hparams.update(learning_rate=0.0, disable_dropout=disable_dropout)
     args_cls = plugins.ALGORITHMS.get(alg)
     settings = GenerationSettings(64, "left", args.new_tokens, False, {"do_sample": True, "top_k": 0})
-    extra = {"mask_args": MaskableCausalPolicyArgs(min_tokens_to_keep=10)} if alg == "nlpo" else {}
+    extra = {"mask_args": MaskablePolicyArgs(min_tokens_to_keep=10)} if alg == "nlpo" else {}
     algorithm = import_object(args_cls.implementation)(
         ActorCritic(lm, "causal"),
         tokenizer,

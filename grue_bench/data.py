@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +39,6 @@ class TextGenPool(Sequence[Sample]):
 
     def __iter__(self) -> Iterator[Sample]:
         return iter(self._samples)
-
-    def sample(self, n: int, rng: random.Random) -> list[Sample]:
-        """``n`` samples drawn with replacement."""
-        return [self._samples[rng.randrange(len(self._samples))] for _ in range(n)]
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:

@@ -125,19 +125,3 @@ def score(
         out.results[component.id] = scores
         log.debug("%s: %s", component.id, {k: v[1] for k, v in scores.items()})
     return out
-
-
-def load_causal_lm(path: str | Path) -> Any:
-    """A causal LM saved with ``save_pretrained`` (with its tokenizer attached as ``.tokenizer``)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise GrueError(
-            "not a model folder (no config.json)",
-            source=str(path),
-            fix="give a folder written by save_pretrained (model and tokenizer)",
-        )
-    model = AutoModelForCausalLM.from_pretrained(path)
-    model.tokenizer = AutoTokenizer.from_pretrained(path)
-    return model

@@ -21,10 +21,10 @@ ALGORITHMS: Registry = Registry(
 POLICIES: Registry = Registry(
     "policies",
     {
-        "causal_lm_actor_critic_policy": "grue_bench.rl.hparams:CausalPolicyArgs",
-        "seq2seq_lm_actor_critic_policy": "grue_bench.rl.hparams:Seq2SeqPolicyArgs",
-        "maskable_causal_lm_actor_critic_policy": "grue_bench.rl.hparams:MaskableCausalPolicyArgs",
-        "maskable_seq2seq_lm_actor_critic_policy": "grue_bench.rl.hparams:MaskableSeq2SeqPolicyArgs",
+        "causal_lm_actor_critic_policy": "grue_bench.rl.hparams:PolicyArgs",
+        "seq2seq_lm_actor_critic_policy": "grue_bench.rl.hparams:PolicyArgs",
+        "maskable_causal_lm_actor_critic_policy": "grue_bench.rl.hparams:MaskablePolicyArgs",
+        "maskable_seq2seq_lm_actor_critic_policy": "grue_bench.rl.hparams:MaskablePolicyArgs",
     },
 )
 

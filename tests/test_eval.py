@@ -148,3 +148,23 @@ def test_predictions_file_problems_are_all_reported_with_lines(tmp_path):
 def test_missing_predictions_file(run_grue, tmp_path):
     code, _, err = run_grue("eval", "--task", "imdb", "--predictions", str(tmp_path / "none.jsonl"))
     assert code == 2 and "predictions file not found" in err
+
+
+def test_grue_eval_model_folder_scores_perplexity_under_it(run_grue, tmp_path):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from grue_bench.models.tiny import TinyLMConfig, train_tokenizer
+
+    samples = list(TaskPool.prepare("test", task="imdb"))
+    tokenizer = train_tokenizer([s.references[0] for s in samples], "causal", TinyLMConfig(vocab_size=300))
+    GPT2LMHeadModel(
+        GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=16, n_layer=1, n_head=2)
+    ).save_pretrained(tmp_path / "lm")
+    tokenizer.save_pretrained(tmp_path / "lm")
+    predictions = _write(tmp_path / "p.jsonl", [{"id": s.id, "text": "a film"} for s in samples])
+    argv = ["eval", "--task", "imdb", "--predictions", str(predictions), "--metrics", "causal_perplexity"]
+    code, out, err = run_grue(*argv, "--model", str(tmp_path / "lm"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["scores"]["fluency_metrics/perplexity"] > 1
+    code, _, err = run_grue(*argv, "--model", str(tmp_path / "nowhere"))
+    assert code == 2 and "does not exist" in err

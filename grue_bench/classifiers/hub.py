@@ -1,65 +1,9 @@
-"""Models named by a Hugging Face hub id or a local folder, failing fast with a MissingAssetError offline."""
+"""Sequence classifiers named by a Hugging Face hub id or a local folder (resolved by ``models.hub``)."""
 
 from __future__ import annotations
 
-import logging
-import os
-import socket
-from pathlib import Path
-from urllib.parse import urlparse
-
 from grue_bench.errors import GrueError, MissingAssetError
-
-logger = logging.getLogger(__name__)
-
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def hub_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` ask for no network."""
-    return any(
-        os.environ.get(name, "").lower() in _TRUE for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """One TCP connection to the hub endpoint: without it transformers retries for ~25 s before failing."""
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        with socket.create_connection((endpoint.hostname or "", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def resolve_model(model_id: str, *, what: str, offline_fix: str) -> str:
-    """A local folder for ``model_id`` (a folder itself, or its copy in the hub cache), else the hub id.
-
-    Raises MissingAssetError at once when the id is neither local nor cached and the hub cannot be reached.
-    """
-    local = Path(model_id).expanduser()
-    if local.is_dir():
-        return str(local)
-    if local.is_absolute() or model_id.startswith((".", "~")):
-        raise MissingAssetError(
-            f"{what}: folder {model_id!r} does not exist", fix=f"pass an existing folder; {offline_fix}"
-        )
-    from huggingface_hub import snapshot_download
-
-    try:
-        return snapshot_download(model_id, local_files_only=True)
-    except Exception:  # not in the local hub cache (the exception type differs across versions)
-        pass
-    if hub_offline() or not hub_reachable():
-        raise MissingAssetError(
-            f"{what}: hub model {model_id!r} is not in the local Hugging Face cache and the hub "
-            "cannot be reached (offline)",
-            fix=f"run once on a networked machine to cache {model_id!r} (or copy its folder here and pass "
-            f"the folder path); {offline_fix}",
-        )
-    logger.info("%s: downloading %s from the Hugging Face hub", what, model_id)
-    return model_id
+from grue_bench.models.hub import resolve_model
 
 
 def load_sequence_classifier(model_id: str, *, what: str, offline_fix: str):  # -> (model, tokenizer)

@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--metrics", help="comma-separated metric ids to run instead of the task's whole suite"
     )
     parser.add_argument(
-        "--model", type=Path, help="a causal LM folder, for metrics that score under a model (perplexity)"
+        "--model",
+        help="a causal LM for metrics that score under a model (perplexity): a folder saved with "
+        "save_pretrained, or a Hugging Face hub id",
     )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
 
@@ -28,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from grue_bench import plugins
     from grue_bench.datapools import TaskPool
-    from grue_bench.evaluation import load_causal_lm, load_predictions, score
+    from grue_bench.evaluation import load_predictions, score
     from grue_bench.schema import Component
 
     task = plugins.TASKS.get(args.task)
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
                 raise plugins.METRICS.unknown(id, source="--metrics")
         by_id = {m.id: m for m in task.metrics}
         metrics = [by_id.get(id, Component(id=id)) for id in wanted]
-    model = load_causal_lm(args.model) if args.model else None
+    model = _scoring_model(args.model) if args.model else None
     scores = score(metrics, samples, texts, model=model, split=args.split)
     table = scores.corpus()
     if args.json:
@@ -56,3 +58,12 @@ def run(args: argparse.Namespace) -> int:
     for id, reason in scores.skipped.items():
         print(f"  {id:<{width}}  skipped: {reason}")
     return 0
+
+
+def _scoring_model(model_name: str):  # -> transformers.PreTrainedModel
+    """The causal LM ``model_name`` (folder or hub id), with its tokenizer attached for the metrics."""
+    from grue_bench.models import load_base_lm
+
+    lm = load_base_lm("causal", model_name=model_name)
+    lm.model.tokenizer = lm.tokenizer
+    return lm.model

@@ -116,7 +116,7 @@ class BertScore(Metric):
                 key="bert_score.num_layers",
                 fix="set num_layers, or use a model bert-score lists (e.g. roberta-large)",
             )
-        from grue_bench.classifiers.hub import resolve_model
+        from grue_bench.models.hub import resolve_model
 
         source = resolve_model(
             model_type,

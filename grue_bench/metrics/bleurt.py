@@ -65,7 +65,7 @@ class Bleurt(Metric):
                 key="bleurt.checkpoint",
                 fix=HOW_TO_GET,
             )
-        from grue_bench.classifiers.hub import resolve_model
+        from grue_bench.models.hub import resolve_model
 
         source = resolve_model(checkpoint, what="BLEURT checkpoint", offline_fix=HOW_TO_GET)
         self.model, self.tokenizer = _load(source)

@@ -211,7 +211,7 @@ def _load_pretrained(auto_class: str, name: str, what: str) -> Any:
     """``transformers.<auto_class>.from_pretrained`` on a folder or hub id, failing fast offline."""
     import transformers
 
-    from grue_bench.classifiers.hub import resolve_model
+    from grue_bench.models.hub import resolve_model
 
     source = resolve_model(name, what=what, offline_fix="or pass a local folder")
     try:

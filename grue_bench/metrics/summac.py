@@ -124,7 +124,7 @@ class NLIImager:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model, self.tokenizer = load_sequence_classifier(
             model_path or self.labels.card,
-            what=f"SummaC NLI model {model_name!r}",
+            what="SummaC NLI model",
             offline_fix="or leave the SummaC metrics out (the offline profiles do)",
         )
         self.model.to(self.device)
@@ -309,11 +309,11 @@ class SummaCConv(Metric):
 
 def _missing_nli_model(args: dict[str, Any]) -> MissingAssetError | None:
     """The NLI model a SummaC metric would load, if it is neither local nor on a reachable hub."""
-    from grue_bench.classifiers.hub import resolve_model
+    from grue_bench.models.hub import resolve_model
 
     name = args.get("model_name", "mnli")
     try:
-        resolve_model(args.get("model_path") or _nli_model(name).card, what=f"SummaC NLI model {name!r}",
+        resolve_model(args.get("model_path") or _nli_model(name).card, what="SummaC NLI model",
                       offline_fix="or leave the SummaC metrics out (the offline profiles do)")  # fmt: skip
     except MissingAssetError as missing:
         return missing

@@ -41,7 +41,7 @@ def _fix(model_type: str) -> str:
 
 def _download_checkpoint(model_type: str) -> Path:
     """The cached weights for ``model_type``, downloaded first if need be; MissingAssetError offline."""
-    from grue_bench.classifiers.hub import hub_offline
+    from grue_bench.models.hub import hub_offline
 
     path = checkpoint_file(model_type)
     if path.is_file():
@@ -50,7 +50,7 @@ def _download_checkpoint(model_type: str) -> Path:
     if hub_offline():
         raise MissingAssetError(
             f"{_WHAT}: the preference-model weights {path.name} are not in {path.parent} and the "
-            "network is off (HF_HUB_OFFLINE)",
+            "network is off (HF_HUB_OFFLINE, or the Hugging Face hub cannot be reached)",
             key="reward_fn.args.model_path",
             fix=_fix(model_type),
         )
@@ -75,7 +75,7 @@ def load_preference_model(model_type: str, model_path: str | None, device: str):
     a folder with a saved seq2seq model and tokenizer, or a .pt state dict over ``t5-<model_type>``."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from grue_bench.classifiers.hub import resolve_model
+    from grue_bench.models.hub import resolve_model
 
     local = Path(model_path).expanduser() if model_path else None
     if local is not None and not local.exists():
@@ -91,7 +91,7 @@ def load_preference_model(model_type: str, model_path: str | None, device: str):
         import torch
 
         weights = local or _download_checkpoint(model_type)
-        base = resolve_model(f"t5-{model_type}", what=_WHAT, offline_fix=_fix(model_type))
+        base = resolve_model(f"t5-{model_type}", what=f"{_WHAT} base model", offline_fix=_fix(model_type))
         tokenizer = AutoTokenizer.from_pretrained(base)
         model = AutoModelForSeq2SeqLM.from_pretrained(base)
         # RL4LMs's weights were saved with the embeddings cut to the tokenizer's size.

@@ -2,7 +2,7 @@
 
 These are light (no torch) so that configs validate fast. Field names follow RL4LMs's
 ``alg.args`` / ``alg.policy.args`` (themselves from stable-baselines3), so RL4LMs YAML files
-load unchanged. Each model names the class that implements it in ``implementation``.
+load unchanged. Each algorithm's model names the class that implements it in ``implementation``.
 """
 
 from __future__ import annotations
@@ -208,7 +208,6 @@ class SupervisedArgs(Strict):
 class PolicyArgs(Strict):
     """Actor-critic LM policy (RL4LMs's ``alg.policy.args``)."""
 
-    implementation: ClassVar[str]
     maskable: ClassVar[bool] = False
 
     model_name: str | None = None
@@ -254,19 +253,3 @@ class MaskablePolicyArgs(PolicyArgs):
     """Refresh the masking model from the policy every this many iterations."""
     min_tokens_to_keep: PositiveInt = 100
     """Never mask below this many tokens."""
-
-
-class CausalPolicyArgs(PolicyArgs):
-    implementation: ClassVar[str] = "grue_bench.rl.policy:CausalLMActorCritic"
-
-
-class Seq2SeqPolicyArgs(PolicyArgs):
-    implementation: ClassVar[str] = "grue_bench.rl.policy:Seq2SeqLMActorCritic"
-
-
-class MaskableCausalPolicyArgs(MaskablePolicyArgs):
-    implementation: ClassVar[str] = "grue_bench.rl.policy:CausalLMActorCritic"
-
-
-class MaskableSeq2SeqPolicyArgs(MaskablePolicyArgs):
-    implementation: ClassVar[str] = "grue_bench.rl.policy:Seq2SeqLMActorCritic"

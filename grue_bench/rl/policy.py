@@ -213,17 +213,3 @@ def frozen_copy(lm: nn.Module) -> nn.Module:
     ref.eval()
     ref.requires_grad_(False)
     return ref
-
-
-class CausalLMActorCritic(ActorCritic):
-    """RL4LMs's causal_lm_actor_critic_policy."""
-
-    def __init__(self, lm: nn.Module, critic: str = "shared") -> None:
-        super().__init__(lm, "causal", critic)
-
-
-class Seq2SeqLMActorCritic(ActorCritic):
-    """RL4LMs's seq2seq_lm_actor_critic_policy."""
-
-    def __init__(self, lm: nn.Module, critic: str = "shared") -> None:
-        super().__init__(lm, "seq2seq", critic)

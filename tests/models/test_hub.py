@@ -31,7 +31,7 @@ def test_paper_profile_defaults_to_the_papers_models():
 
 
 def test_missing_local_folder_is_reported_as_a_path(tmp_path):
-    with pytest.raises(GrueError, match="not found"):
+    with pytest.raises(GrueError, match="does not exist"):
         load_base_lm("causal", model_name=str(tmp_path / "nowhere"))
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from grue_bench.data import Sample
-from grue_bench.rl.hparams import MaskableCausalPolicyArgs, NLPOArgs
+from grue_bench.rl.hparams import MaskablePolicyArgs, NLPOArgs
 from grue_bench.rl.masking import top_k_mask, top_p_mask
 from grue_bench.rl.nlpo import NLPO
 from grue_bench.rl.policy import ActorCritic
@@ -40,7 +40,7 @@ class ZeroReward:
 
 
 def _nlpo(tokenizer, lm):
-    mask_args = MaskableCausalPolicyArgs(top_mask=0.01, min_tokens_to_keep=1, target_update_iterations=1)
+    mask_args = MaskablePolicyArgs(top_mask=0.01, min_tokens_to_keep=1, target_update_iterations=1)
     return NLPO(
         ActorCritic(lm, "causal"),
         tokenizer,
