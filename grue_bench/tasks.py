@@ -70,6 +70,14 @@ class PromptSpec(Strict):
     """Optional 'module:function(row) -> str' that builds the prompt text from a row."""
 
 
+class HeadlineSpec(Strict):
+    """The metric that ranks algorithms on the task's leaderboard."""
+
+    metric: str = Field(min_length=1)
+    """A metric key the task logs, e.g. 'lexical/rouge_rougeL'. Its direction (higher is better or
+    not) is the leaderboard schema's, which must declare it (grue_bench/report/leaderboard.yaml)."""
+
+
 class TaskSpec(Strict):
     """A task plugin's definition, read from its ``task.yaml``."""
 
@@ -86,6 +94,8 @@ class TaskSpec(Strict):
     prompt: PromptSpec = Field(default_factory=PromptSpec)
     reward_fn: Component
     metrics: list[Component]
+    headline: HeadlineSpec | None = None
+    """None: the leaderboard shows the task but ranks no algorithm on it."""
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per profile (tiny, small, paper): a partial run config (tokenizer, env, alg,
     train_evaluation) whose ``alg`` holds what all algorithms share, plus ``algs``: per
