@@ -91,6 +91,9 @@ class TaskSpec(Strict):
     data: DataSpec | None = None
     datapool: Component | None = None
     """For generated tasks (the synthetic ones): a registered datapool instead of files."""
+    corpus: str | None = None
+    """For generated tasks: 'module:function() -> list of texts', the tiny base LM's pretraining
+    corpus (a task with data files pretrains on its train prompts and references)."""
     prompt: PromptSpec = Field(default_factory=PromptSpec)
     reward_fn: Component
     metrics: list[Component]

@@ -88,8 +88,8 @@ def model_name_of(config: RunConfig) -> str | None:
 
 def load_base(config: RunConfig):
     """The base language model of the config's profile; an explicit model name wins (see ``models``)."""
+    from grue_bench.datapools import task_corpus
     from grue_bench.models import load_base_lm
-    from grue_bench.models.corpora import task_corpus
 
     def pool_corpus() -> list[str]:
         samples = load_pool(config, "train")
