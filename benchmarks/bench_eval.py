@@ -21,14 +21,16 @@ def main() -> None:
     args = parser.parse_args()
 
     from grue_bench import plugins
-    from grue_bench.datapools import TaskPool
+    from grue_bench.datapools import TaskPool, task_corpus
     from grue_bench.evaluation import score
     from grue_bench.models import load_base_lm
 
     task = plugins.TASKS.get(args.task)
     samples = list(TaskPool.prepare(args.split, task=task.id))
     started = time.perf_counter()
-    base = load_base_lm(task.model_type, profile="tiny", corpus_id=task.id)
+    base = load_base_lm(
+        task.model_type, profile="tiny", corpus=lambda: task_corpus(task.id), corpus_id=task.id
+    )
     base.model.tokenizer = base.tokenizer
     load_s = time.perf_counter() - started
     predictions = [s.references[0] for s in samples]

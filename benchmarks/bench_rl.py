@@ -125,9 +125,12 @@ def main() -> None:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
     else:
+        from grue_bench.datapools import task_corpus
         from grue_bench.models import load_base_lm
 
-        base = load_base_lm("causal", profile=args.profile, corpus_id="imdb")
+        base = load_base_lm(
+            "causal", profile=args.profile, corpus=lambda: task_corpus("imdb"), corpus_id="imdb"
+        )
         lm, tokenizer = base.model, base.tokenizer
     if args.prompts:
         prompts = [line.rstrip("\n") for line in args.prompts.read_text().splitlines() if line.strip()]

@@ -91,10 +91,11 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     from grue_bench.data import Sample
-    from grue_bench.datapools import TaskPool
+    from grue_bench.datapools import TaskPool, task_corpus
     from grue_bench.models import load_base_lm
 
-    tokenizer = load_base_lm("causal", profile="tiny", corpus_id="imdb").tokenizer
+    base = load_base_lm("causal", profile="tiny", corpus=lambda: task_corpus("imdb"), corpus_id="imdb")
+    tokenizer = base.tokenizer
     prompts = [s.prompt_or_input_text for s in TaskPool.prepare("train", task="imdb")][:256]
     pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]
     print(f"GPT-2 {args.layers} x {args.width}, dropout {args.dropout}, learning rate 0, {args.iters} iters")

@@ -53,11 +53,12 @@ def main() -> None:
 
     import torch
 
-    from grue_bench.datapools import TaskPool
+    from grue_bench.datapools import TaskPool, task_corpus
     from grue_bench.models import load_base_lm
 
     torch.manual_seed(0)
-    tokenizer = load_base_lm("causal", profile="tiny", corpus_id="imdb").tokenizer
+    base = load_base_lm("causal", profile="tiny", corpus=lambda: task_corpus("imdb"), corpus_id="imdb")
+    tokenizer = base.tokenizer
     model = workload_gpt2(tokenizer, args.layers, args.width)
     model.save_pretrained(args.out / "model")
     tokenizer.save_pretrained(args.out / "model")

@@ -1,8 +1,9 @@
-"""Data pools: a task's shipped subset, the full hub dataset, or a local file.
+"""Data pools: a task's shipped subset, the full hub dataset, or a local file; and task corpora.
 
 ``TaskPool.prepare(split, task=..., source=...)`` returns samples whose prompts are formatted
 as the task defines (prefix, suffix, optional formatter hook). The RL4LMs datapool ids are
 registered as thin aliases (see ``plugins.DATAPOOLS``) so RL4LMs configs run unchanged.
+``task_corpus`` gives the texts a tiny base LM pretrains on for a task.
 """
 
 from __future__ import annotations
@@ -147,3 +148,23 @@ class SyntheticPool(TextGenPool):
         return cls(
             [Sample(id=f"{split}-{i}", prompt_or_input_text=prompt, references=[]) for i in range(n_samples)]
         )
+
+
+def task_corpus(task_id: str) -> list[str]:
+    """LM pretraining texts for a task: its ``corpus`` hook's, or its train prompts and references."""
+    from grue_bench import plugins
+
+    spec = plugins.TASKS.get(task_id)
+    if spec.corpus is not None:
+        return list(spec.resolve(spec.corpus)())
+    if spec.data is None:
+        raise GrueError(
+            f"task '{task_id}' has neither data files nor a corpus to pretrain a tiny LM on",
+            source=str(spec.directory / "task.yaml"),
+            key="corpus",
+            fix="give the task a corpus hook (corpus: 'hooks:corpus', returning texts), or profile small",
+        )
+    pool = TaskPool.prepare("train", task=task_id)
+    prompts = [sample.prompt_or_input_text for sample in pool]
+    references = [reference for sample in pool for reference in sample.references]
+    return [text for text in (*prompts, *references) if text.strip()]

@@ -1,4 +1,4 @@
-"""Where bundled folders (tasks, crowdsourcing templates) are, installed or in a checkout."""
+"""Where bundled folders (tasks, the crowdsourcing page) are, installed or in a checkout."""
 
 from __future__ import annotations
 

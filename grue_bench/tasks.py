@@ -70,6 +70,26 @@ class PromptSpec(Strict):
     """Optional 'module:function(row) -> str' that builds the prompt text from a row."""
 
 
+class HeadlineSpec(Strict):
+    """The metric that ranks algorithms on the task's leaderboard."""
+
+    metric: str = Field(min_length=1)
+    """A metric key the task logs, e.g. 'lexical/rouge_rougeL'. Its direction (higher is better or
+    not) is the leaderboard schema's, which must declare it (grue_bench/report/leaderboard.yaml)."""
+
+
+class CrowdSpec(Strict):
+    """How the human-evaluation forms show the task's samples (its Likert form is ``crowd.html``)."""
+
+    output_label: str = Field(min_length=1)
+    """What the output is called, e.g. 'Summary'."""
+    criteria: str = Field(min_length=1)
+    """The pairwise form's question: which of two outputs is better, and by what."""
+    blocks: str
+    """'module:function(prompt, meta) -> list of blocks', what a worker reads of a sample: each block
+    a dict with 'name' (the Likert form's column), 'label', and 'text' or 'table' (rows of cells)."""
+
+
 class TaskSpec(Strict):
     """A task plugin's definition, read from its ``task.yaml``."""
 
@@ -83,9 +103,16 @@ class TaskSpec(Strict):
     data: DataSpec | None = None
     datapool: Component | None = None
     """For generated tasks (the synthetic ones): a registered datapool instead of files."""
+    corpus: str | None = None
+    """For generated tasks: 'module:function() -> list of texts', the tiny base LM's pretraining
+    corpus (a task with data files pretrains on its train prompts and references)."""
     prompt: PromptSpec = Field(default_factory=PromptSpec)
     reward_fn: Component
     metrics: list[Component]
+    headline: HeadlineSpec | None = None
+    """None: the leaderboard shows the task but ranks no algorithm on it."""
+    crowd: CrowdSpec | None = None
+    """None: the crowd forms show the prompt as the input (and the task has no Likert form)."""
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per profile (tiny, small, paper): a partial run config (tokenizer, env, alg,
     train_evaluation) whose ``alg`` holds what all algorithms share, plus ``algs``: per

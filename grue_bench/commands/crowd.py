@@ -1,6 +1,7 @@
 """Human evaluation on Mechanical Turk: export a blinded batch CSV of test prompts and run outputs
 (with attention checks), ingest MTurk's results into the store (ratings per system, agreement, win
-rates), and preview the HTML templates. The templates and their docs are in crowdsourcing/."""
+rates), and preview the HTML templates. Each task's form is tasks/<id>/crowd.html; the shared page, the
+pairwise form and their docs are in crowdsourcing/."""
 
 from __future__ import annotations
 
@@ -29,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument(
         "--checks", type=int, help="attention-check items to add (default: 10%% of the items, at least 1)"
     )
-    export.add_argument("--out", type=Path, help="the batch CSV to write (default: <batch id>.csv)")
+    export.add_argument(
+        "--out",
+        type=Path,
+        help="the batch CSV to write (default: <batch id>.csv); its page goes beside it (.html)",
+    )
 
     ingest = sub.add_parser("ingest", help="store the ratings of an MTurk batch results CSV")
     ingest.add_argument("results", type=Path, help="the results CSV downloaded from MTurk")
@@ -67,7 +72,7 @@ def _open_store(path: Path) -> Store:
 
 def _export(args: argparse.Namespace) -> int:
     from grue_bench.crowd.export import export_batch
-    from grue_bench.crowd.templates import templates_dir, write_rows
+    from grue_bench.crowd.templates import load_template, write_rows
 
     algs = [alg.strip() for alg in args.algs.split(",") if alg.strip()]
     with _open_store(args.store) as store:
@@ -82,12 +87,14 @@ def _export(args: argparse.Namespace) -> int:
         )
     out = args.out or Path(f"{exported.batch.batch_id}.csv")
     write_rows(out, exported.columns, exported.rows)
-    template = templates_dir() / f"{exported.batch.template}.html"
+    # The page MTurk shows: the template's form wrapped in the shared page, as one file to upload.
+    page = out.with_suffix(".html")
+    page.write_text(load_template(exported.batch.template).text, encoding="utf-8")
     checks = f"{exported.n_checks} attention check{'' if exported.n_checks == 1 else 's'}"
     again = "" if exported.stored else "; this batch was already in the store"
     batch = exported.batch.batch_id
     print(f"batch {batch}: {len(exported.rows)} rows ({exported.n_prompts} prompts, {checks}){again}")
-    print(f"wrote {out}; publish it with the template {template}")
+    print(f"wrote {out}; publish it with the page {page}")
     return 0
 
 

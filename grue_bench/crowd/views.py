@@ -1,8 +1,9 @@
 """What a worker sees of a task's sample: its input as labelled blocks, and what the output is called.
 
-A Likert template shows each block from its own CSV column (``Block.name``); the pairwise template
-shows them all from one JSON column (``context_json``), so it serves any task. A task without a view
-here (a plugin, a synthetic task) is shown with its prompt as the input.
+A task says it in its ``task.yaml`` (``crowd``: output label, pairwise question, and a hook giving
+the blocks). A Likert template shows each block from its own CSV column (``Block.name``); the
+pairwise template shows them all from one JSON column (``context_json``), so it serves any task. A
+task without ``crowd`` (a synthetic task) is shown with its prompt as the input.
 """
 
 from __future__ import annotations
@@ -58,131 +59,33 @@ def clean(text: str) -> str:
     return re.sub(r"\s*<br\s*/?>\s*", "\n", text).strip()
 
 
-def _imdb(sample: SampleInput) -> list[Block]:
-    return [Block("review_start", "Beginning of the review", clean(sample.prompt))]
-
-
-def _commongen(sample: SampleInput) -> list[Block]:
-    concepts = sample.meta.get("concepts") or sample.prompt.split()
-    return [Block("concepts", "Concepts", ", ".join(concepts))]
-
-
-def _cnn_dailymail(sample: SampleInput) -> list[Block]:
-    return [Block("article", "News article", clean(sample.prompt))]
-
-
-def _narrative_qa(sample: SampleInput) -> list[Block]:
-    question, summary = sample.meta.get("question"), sample.meta.get("summary")
-    if not (question and summary):  # not from the shipped data: split the formatted prompt
-        match = re.match(r"question:\s*(.*?)\s*context:\s*(.*)", sample.prompt, re.DOTALL)
-        question, summary = match.groups() if match else ("", sample.prompt)
-    return [Block("summary", "Story summary", clean(summary)), Block("question", "Question", question)]
-
-
-def _iwslt(sample: SampleInput) -> list[Block]:
-    return [Block("source", "English sentence", sample.prompt)]
-
-
-def _daily_dialog(sample: SampleInput) -> list[Block]:
-    turns = [turn.strip() for turn in sample.prompt.split("<EOU>") if turn.strip()]
-    # The response is A's: the speakers alternate back from B's last turn.
-    speakers = ["B" if (len(turns) - index) % 2 else "A" for index in range(len(turns))]
-    history = "\n".join(f"{speaker}: {turn}" for speaker, turn in zip(speakers, turns, strict=True))
-    return [Block("history", "Conversation so far", history)]
-
-
-def _totto(sample: SampleInput) -> list[Block]:
-    meta = sample.meta
-    if "table" in meta:
-        marked = {(cell["row"], cell["col"]) for cell in meta.get("highlighted_cell_details", [])}
-        marked |= {tuple(pair) for pair in meta.get("highlighted_cells", [])}
-        table = [
-            [{**cell, "highlighted": (r, c) in marked} for c, cell in enumerate(row)]
-            for r, row in enumerate(meta["table"])
-        ]
-        titles = meta.get("table_page_title", ""), meta.get("table_section_title", "")
-    else:  # not from the shipped data: the highlighted cells from the linearized prompt
-        table, titles = _cells_from_prompt(sample.prompt)
-    return [
-        Block("page_title", "Wikipedia page", titles[0]),
-        Block("section_title", "Section", titles[1]),
-        Block("table_json", TABLE_LABEL, table=table),
-    ]
-
-
-TABLE_LABEL = "Table (highlighted cells in yellow; scroll a long table to see it all)"
-
-
-def _cells_from_prompt(prompt: str) -> tuple[list[list[dict[str, Any]]], tuple[str, str]]:
-    """A header row and a value row of highlighted cells from ToTTo's linearized subtable."""
-
-    def tag(name: str, text: str) -> str:
-        found = re.search(rf"<{name}>(.*?)</{name}>", text, re.DOTALL)
-        return found.group(1).strip() if found else ""
-
-    headers, values = [], []
-    for cell in re.findall(r"<cell>(.*?)</cell>", prompt, re.DOTALL):
-        value = re.split(r"<(?:col|row)_header>", cell)[0].strip()
-        header = " / ".join(re.findall(r"<(?:col|row)_header>(.*?)</", cell)) or ""
-        headers.append({"value": header.strip(), "is_header": True, "column_span": 1, "row_span": 1})
-        values.append({"value": value, "is_header": False, "highlighted": True})
-    table = [headers, values] if values else [[{"value": prompt, "is_header": False}]]
-    return table, (tag("page_title", prompt), tag("section_title", prompt))
-
-
 def _generic(sample: SampleInput) -> list[Block]:
     return [Block("input", "Input", clean(sample.prompt))]
 
 
-VIEWS: dict[str, TaskView] = {
-    "imdb": TaskView(
-        "Continuation",
-        "Which continuation of the review is better: positive in sentiment, fluent, and coherent with "
-        "the beginning of the review?",
-        _imdb,
-    ),
-    "commongen": TaskView(
-        "Sentence",
-        "Which sentence is better: a plausible everyday scene that uses the concepts, written fluently?",
-        _commongen,
-    ),
-    "cnn_dailymail": TaskView(
-        "Summary",
-        "Which summary is better: it states the article's key points accurately, without invented "
-        "facts, in fluent English?",
-        _cnn_dailymail,
-    ),
-    "totto": TaskView(
-        "Sentence",
-        "Which sentence is better: it states the highlighted cells correctly (nothing false or missing) "
-        "in fluent English?",
-        _totto,
-    ),
-    "narrative_qa": TaskView(
-        "Answer",
-        "Which answer is better: correct given the question and the summary, and fluently written?",
-        _narrative_qa,
-    ),
-    "iwslt2017_en_de": TaskView(
-        "German translation",
-        "Which German translation is better: it keeps the meaning of the English sentence and reads as "
-        "fluent German?",
-        _iwslt,
-    ),
-    "daily_dialog": TaskView(
-        "Next response (by A)",
-        "Which response is better: it follows on coherently from the conversation and is fluent?",
-        _daily_dialog,
-    ),
-}
 GENERIC = TaskView(
     "Output", "Which output is better: more appropriate for the input, correct and fluent?", _generic
 )
 
 
 def view(task: str) -> TaskView:
-    """The task's view, or the generic one (the prompt as input)."""
-    return VIEWS.get(task, GENERIC)
+    """The task's view (its ``crowd`` hook), or the generic one (the prompt as input)."""
+    from grue_bench import plugins
+
+    spec = plugins.TASKS.get(task) if task in plugins.TASKS else None
+    if spec is None or spec.crowd is None:
+        return GENERIC
+    hook = spec.resolve(spec.crowd.blocks)
+    return TaskView(
+        spec.crowd.output_label,
+        spec.crowd.criteria,
+        lambda sample: [block_from_json(block) for block in hook(sample.prompt, sample.meta)],
+    )
+
+
+def block_from_json(data: Mapping[str, Any]) -> Block:
+    """A block as a task's hook gives it, its text cleaned for display."""
+    return Block(data["name"], data["label"], clean(data.get("text", "")), data.get("table"))
 
 
 def likert_columns(task: str, sample: SampleInput, output: str) -> dict[str, str]:

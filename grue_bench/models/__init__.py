@@ -55,8 +55,8 @@ def load_base_lm(
 ) -> BaseLM:
     """The base LM for ``model_type`` under ``profile``; an explicit ``model_name`` (hub id or path) wins.
 
-    For ``tiny``, ``corpus`` gives the pretraining texts; without it the texts of task
-    ``corpus_id`` are used (``corpora.task_corpus``). The tokenizer options are the config's
+    For ``tiny``, ``corpus`` gives the pretraining texts (a task's: ``datapools.task_corpus``) and
+    ``corpus_id`` names them in the cache. The tokenizer options are the config's
     ``tokenizer`` keys (see ``configure_tokenizer``); a side left None keeps the source's.
     """
     base = _load_source(model_type, profile, model_name, corpus, corpus_id, seed)
@@ -100,7 +100,7 @@ def _load_source(
     if profile == "tiny":
         from grue_bench.models import tiny
 
-        return tiny.load_tiny(model_type, _corpus_texts(corpus, corpus_id), corpus_id=corpus_id, seed=seed)
+        return tiny.load_tiny(model_type, _corpus_texts(corpus), corpus_id=corpus_id, seed=seed)
     if profile == "small":
         from grue_bench.models import small
 
@@ -112,15 +112,11 @@ def _load_source(
     raise GrueError(f"unknown profile '{profile}'", key="profile", fix=f"use one of: {', '.join(PROFILES)}")
 
 
-def _corpus_texts(corpus: Callable[[], list[str]] | None, corpus_id: str) -> list[str]:
-    if corpus is not None:
-        return list(corpus())
-    if not corpus_id:
+def _corpus_texts(corpus: Callable[[], list[str]] | None) -> list[str]:
+    if corpus is None:
         raise GrueError(
             "the tiny profile trains its base LM on a corpus, but none was given",
             key="corpus",
-            fix="pass corpus=<function returning texts> or corpus_id=<task id>",
+            fix="pass corpus=<function returning texts>, e.g. lambda: datapools.task_corpus(task_id)",
         )
-    from grue_bench.models.corpora import task_corpus
-
-    return task_corpus(corpus_id)
+    return list(corpus())

@@ -19,6 +19,7 @@ from grue_bench.report.pages import Image, Page, Section, TaskInfo
 from grue_bench.report.schema import Leaderboard, load_schema
 from grue_bench.report.table import Cell, Column, Table
 from grue_bench.store import Store
+from grue_bench.tasks import GRUE_TASKS, TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -71,23 +72,32 @@ def build_report(store_path: str | Path, out_dir: str | Path, schema_path: str |
 
 
 def task_infos(task_ids: list[str], schema: Leaderboard) -> list[TaskInfo]:
-    """Tasks in the schema's order, then the others by id, with display names and page files."""
-    order = {task: i for i, task in enumerate(schema.tasks)}
-    headlines = schema.headlines(task_ids)
-    ordered = sorted(task_ids, key=lambda task: (order.get(task, len(order)), task))
-    return [
-        TaskInfo(task, task_name(task), f"task-{slug(task)}.html", headlines.get(task)) for task in ordered
-    ]
+    """GRUE's tasks in the paper's order, then the other registered ones, then the unknown ones, each by
+    display name; with page files and headlines (each task's own, its direction from the schema)."""
+    order = {task: i for i, task in enumerate(GRUE_TASKS)}
+    specs = {task: registered_task(task) for task in task_ids}
+    names = {task: _display_name(task, spec) for task, spec in specs.items()}
+    rank = {task: (order.get(task, len(order)), specs[task] is None, names[task]) for task in task_ids}
+    ordered = sorted(task_ids, key=rank.__getitem__)
+    headlines = schema.headlines(
+        {task: spec.headline.metric for task, spec in specs.items() if spec and spec.headline}
+    )
+    return [TaskInfo(task, names[task], f"task-{slug(task)}.html", headlines.get(task)) for task in ordered]
 
 
-def task_name(task: str) -> str:
-    """The task's display name from its plugin, or its id when it is not registered here."""
+def registered_task(task: str) -> TaskSpec | None:
+    """The task's plugin, or None when the task is not registered here (a store from elsewhere)."""
     from grue_bench import plugins
 
     try:
-        return plugins.TASKS.get(task).name or task
+        return plugins.TASKS.get(task)
     except GrueError:
-        return task
+        return None
+
+
+def _display_name(task: str, spec: TaskSpec | None) -> str:
+    """The task's display name from its plugin, or its id."""
+    return (spec.name if spec else "") or task
 
 
 def slug(text: str) -> str:

@@ -1,12 +1,14 @@
-"""The leaderboard schema: how metrics are shown and which one heads each task.
+"""The leaderboard schema: how metrics are shown.
 
-A YAML file with ``metrics`` (display name, higher-is-better, naturalness, decimals) and ``tasks``
-(each task's headline metric). Loading collects every problem before failing once; errors name the
-file and the key. The default ships inside the package (``grue_bench/report/leaderboard.yaml``).
+A YAML file with ``metrics`` (display name, higher-is-better, naturalness, decimals). Which metric
+heads a task is the task's (``headline`` in its ``task.yaml``); the schema gives it its direction.
+Loading collects every problem before failing once; errors name the file and the key. The default
+ships inside the package (``grue_bench/report/leaderboard.yaml``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -35,31 +37,46 @@ class MetricSpec(Strict):
     """Tooltip text."""
 
 
-class TaskBoard(Strict):
-    """A task's place on the leaderboard."""
-
-    headline: str = Field(min_length=1)
-    """The metric key that ranks algorithms on this task."""
-
-
 class Leaderboard(Strict):
     """The whole schema file."""
 
     version: Literal[1]
     metrics: dict[str, MetricSpec]
-    tasks: dict[str, TaskBoard]
+    source: Path = Field(default=DEFAULT_SCHEMA, exclude=True)
 
     def metric(self, key: str) -> MetricSpec:
         """The spec of ``key``; a metric missing from the schema shows its key and has no direction."""
         return self.metrics.get(key) or MetricSpec(display=key, higher_is_better=None)
 
-    def headlines(self, tasks: list[str] | None = None) -> dict[str, Headline]:
-        """Headline metric and direction per task (only ``tasks`` when given)."""
-        chosen = self.tasks if tasks is None else {t: self.tasks[t] for t in tasks if t in self.tasks}
+    def headlines(self, metrics: Mapping[str, str]) -> dict[str, Headline]:
+        """Headline and direction per task from each task's headline metric key; a metric not
+        declared here, or declared without a direction, is an error (every one listed)."""
+        problems = [
+            problem for task, metric in metrics.items() if (problem := self._headline_problem(task, metric))
+        ]
+        if problems:
+            raise GrueError.many(problems, source=str(self.source))
         return {
-            task: Headline(board.headline, bool(self.metric(board.headline).higher_is_better))
-            for task, board in chosen.items()
+            task: Headline(metric, bool(self.metric(metric).higher_is_better))
+            for task, metric in metrics.items()
         }
+
+    def _headline_problem(self, task: str, metric: str) -> Problem | None:
+        """Why ``metric`` cannot head ``task``, if it cannot."""
+        spec = self.metrics.get(metric)
+        if spec is None:
+            return Problem(
+                f"metric '{metric}', the headline of task '{task}', is not declared",
+                "metrics",
+                f"add '{metric}' to 'metrics', or give the task's headline a declared metric",
+            )
+        if spec.higher_is_better is None:
+            return Problem(
+                f"metric '{metric}', the headline of task '{task}', has no direction",
+                f"metrics.{metric}",
+                "a headline ranks algorithms: set its higher_is_better, or give the task another headline",
+            )
+        return None
 
 
 def load_schema(path: str | Path | None = None) -> Leaderboard:
@@ -67,35 +84,6 @@ def load_schema(path: str | Path | None = None) -> Leaderboard:
     source = Path(path) if path is not None else DEFAULT_SCHEMA
     data = read_yaml_mapping(source)
     try:
-        board = Leaderboard.model_validate(data)
+        return Leaderboard.model_validate({**data, "source": source})
     except ValidationError as error:
         raise GrueError.many(problems_from(error), source=str(source)) from error
-    problems = _cross_check(board)
-    if problems:
-        raise GrueError.many(problems, source=str(source))
-    return board
-
-
-def _cross_check(board: Leaderboard) -> list[Problem]:
-    """Every headline is a declared metric with a direction."""
-    problems = []
-    for task, entry in board.tasks.items():
-        key = f"tasks.{task}.headline"
-        spec = board.metrics.get(entry.headline)
-        if spec is None:
-            problems.append(
-                Problem(
-                    f"metric '{entry.headline}' is not declared under 'metrics'",
-                    key,
-                    f"add '{entry.headline}' to 'metrics' or pick a declared metric",
-                )
-            )
-        elif spec.higher_is_better is None:
-            problems.append(
-                Problem(
-                    f"metric '{entry.headline}' has no direction (higher_is_better: null)",
-                    key,
-                    "a headline ranks algorithms: set higher_is_better or pick another metric",
-                )
-            )
-    return problems

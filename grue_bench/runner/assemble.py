@@ -24,9 +24,8 @@ import torch
 from grue_bench import plugins
 from grue_bench.config import RunConfig
 from grue_bench.data import Sample, TextGenPool
-from grue_bench.datapools import TaskPool
+from grue_bench.datapools import TaskPool, task_corpus
 from grue_bench.models import BaseLM, load_base_lm
-from grue_bench.models.corpora import task_corpus
 from grue_bench.registry import import_object
 from grue_bench.rl.hparams import SupervisedArgs
 from grue_bench.rl.policy import ActorCritic

@@ -1,5 +1,10 @@
-"""CNN/DailyMail: article -> highlights."""
+"""CNN/DailyMail: article -> highlights; the crowd form's view of a sample."""
 
 
 def from_hub(row: dict, index: int) -> dict:
     return {"id": f"cnn_dailymail-{row['id']}", "prompt": row["article"], "references": [row["highlights"]]}
+
+
+def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
+    """What a crowd worker reads: the article."""
+    return [{"name": "article", "label": "News article", "text": prompt}]

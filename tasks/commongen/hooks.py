@@ -1,4 +1,5 @@
-"""CommonGen: GEM's common_gen rows -> concept-set samples (all references of the set)."""
+"""CommonGen: GEM's common_gen rows -> concept-set samples (all references of the set); the crowd
+form's view of a sample."""
 
 
 def from_hub(row: dict, index: int) -> dict:
@@ -9,3 +10,9 @@ def from_hub(row: dict, index: int) -> dict:
         "references": references,
         "meta": {"concepts": list(row["concepts"])},
     }
+
+
+def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
+    """What a crowd worker reads: the concepts."""
+    concepts = meta.get("concepts") or prompt.split()
+    return [{"name": "concepts", "label": "Concepts", "text": ", ".join(concepts)}]

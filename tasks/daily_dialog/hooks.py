@@ -1,4 +1,5 @@
-"""DailyDialog: one sample per reply turn, the previous (at most 5) turns as the prompt."""
+"""DailyDialog: one sample per reply turn, the previous (at most 5) turns as the prompt; the crowd
+form's view of a sample."""
 
 CONTEXT_SIZE = 5
 EOU = " <EOU> "
@@ -17,3 +18,12 @@ def from_hub(row: dict, index: int) -> list[dict]:
             }
         )
     return samples
+
+
+def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
+    """What a crowd worker reads: the conversation, one turn a line, the response being A's."""
+    turns = [turn.strip() for turn in prompt.split("<EOU>") if turn.strip()]
+    # The speakers alternate back from B's last turn.
+    speakers = ["B" if (len(turns) - index) % 2 else "A" for index in range(len(turns))]
+    history = "\n".join(f"{speaker}: {turn}" for speaker, turn in zip(speakers, turns, strict=True))
+    return [{"name": "history", "label": "Conversation so far", "text": history}]

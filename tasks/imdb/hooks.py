@@ -1,4 +1,5 @@
-"""IMDB: turn a hub review into a continuation sample (first half of the words -> the rest)."""
+"""IMDB: turn a hub review into a continuation sample (first half of the words -> the rest); the
+crowd form's view of a sample."""
 
 import hashlib
 
@@ -13,3 +14,8 @@ def from_hub(row: dict, index: int) -> dict:
         "label": row["label"],
         "meta": {"n_words": len(words), "prefix_fraction": 0.5},
     }
+
+
+def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
+    """What a crowd worker reads: the beginning of the review."""
+    return [{"name": "review_start", "label": "Beginning of the review", "text": prompt}]

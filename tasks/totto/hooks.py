@@ -1,4 +1,7 @@
-"""ToTTo: linearize the highlighted cells with their headers, as in the shipped subset."""
+"""ToTTo: linearize the highlighted cells with their headers, as in the shipped subset; the crowd
+form's view of a sample (the table with its highlighted cells)."""
+
+import re
 
 
 def _headers(table: list[list[dict]], row: int, col: int) -> tuple[list[str], list[str]]:
@@ -47,3 +50,42 @@ def from_hub(row: dict, index: int) -> dict:
         "references": references,
         "meta": {"highlighted_cell_details": cells, "table": table},
     }
+
+
+TABLE_LABEL = "Table (highlighted cells in yellow; scroll a long table to see it all)"
+
+
+def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
+    """What a crowd worker reads: the page and section titles and the table, cells highlighted."""
+    if "table" in meta:
+        marked = {(cell["row"], cell["col"]) for cell in meta.get("highlighted_cell_details", [])}
+        marked |= {tuple(pair) for pair in meta.get("highlighted_cells", [])}
+        table = [
+            [{**cell, "highlighted": (r, c) in marked} for c, cell in enumerate(row)]
+            for r, row in enumerate(meta["table"])
+        ]
+        titles = meta.get("table_page_title", ""), meta.get("table_section_title", "")
+    else:  # not from the shipped data: the highlighted cells from the linearized prompt
+        table, titles = cells_from_prompt(prompt)
+    return [
+        {"name": "page_title", "label": "Wikipedia page", "text": titles[0]},
+        {"name": "section_title", "label": "Section", "text": titles[1]},
+        {"name": "table_json", "label": TABLE_LABEL, "table": table},
+    ]
+
+
+def cells_from_prompt(prompt: str) -> tuple[list[list[dict]], tuple[str, str]]:
+    """A header row and a value row of highlighted cells from ToTTo's linearized subtable."""
+
+    def tag(name: str, text: str) -> str:
+        found = re.search(rf"<{name}>(.*?)</{name}>", text, re.DOTALL)
+        return found.group(1).strip() if found else ""
+
+    headers, values = [], []
+    for cell in re.findall(r"<cell>(.*?)</cell>", prompt, re.DOTALL):
+        value = re.split(r"<(?:col|row)_header>", cell)[0].strip()
+        header = " / ".join(re.findall(r"<(?:col|row)_header>(.*?)</", cell)) or ""
+        headers.append({"value": header.strip(), "is_header": True, "column_span": 1, "row_span": 1})
+        values.append({"value": value, "is_header": False, "highlighted": True})
+    table = [headers, values] if values else [[{"value": prompt, "is_header": False}]]
+    return table, (tag("page_title", prompt), tag("section_title", prompt))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from grue_bench.crowd.templates import load_template
 from grue_bench.store import Store
 
 from .mturk import TASK, dump, write_results
@@ -25,6 +26,7 @@ def export(run_grue, store_path: Path, out: Path, *extra: str) -> list[dict[str,
     )  # fmt: skip
     assert code == 0, err
     assert f"wrote {out}" in stdout and "2 prompts, 1 attention check)" in stdout
+    assert out.with_suffix(".html").read_text() == load_template(TASK).text  # the page to upload
     return read_csv(out)
 
 

@@ -110,15 +110,19 @@ def test_a_broken_axis_is_named(tmp_path: Path):
 
 
 def test_an_installed_wheel_finds_the_bundled_templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """pyproject.toml puts crowdsourcing/ into the wheel as grue_bench/_bundled/crowdsourcing."""
+    """pyproject.toml puts crowdsourcing/ and tasks/ into the wheel as grue_bench/_bundled/."""
     package = tmp_path / "site" / "grue_bench"
-    shutil.copytree(templates.templates_dir(), package / "_bundled" / "crowdsourcing")
-    (package / "_bundled" / "crowdsourcing" / "imdb.html").write_text(
-        '<fieldset data-axis="x"><input type="radio" name="x" value="1">'
+    bundled = package / "_bundled"
+    shutil.copytree(templates.templates_dir(), bundled / "crowdsourcing")
+    shutil.copytree(paths.bundled_dir("tasks") / "imdb", bundled / "tasks" / "imdb")
+    (bundled / "crowdsourcing" / "page.html").write_text("<!-- grue:form -->\n")
+    (bundled / "tasks" / "imdb" / "crowd.html").write_text(
+        '<!-- grue:form -->\n<fieldset data-axis="x"><input type="radio" name="x" value="1">'
         '<input type="radio" name="x" value="2"></fieldset>${only_here}'
     )
     monkeypatch.setattr(paths, "PACKAGE_DIR", package)
-    assert templates.templates_dir() == package / "_bundled" / "crowdsourcing"
+    assert templates.templates_dir() == bundled / "crowdsourcing"
     assert load_template("imdb").placeholders == ("only_here",)
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert '"crowdsourcing" = "grue_bench/_bundled/crowdsourcing"' in pyproject
+    assert '"tasks" = "grue_bench/_bundled/tasks"' in pyproject

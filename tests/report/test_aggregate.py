@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from grue_bench import plugins
 from grue_bench.errors import GrueError
 from grue_bench.report import aggregate
 from grue_bench.report.aggregate import (
@@ -165,7 +166,8 @@ def test_default_schema_ships_in_the_package_and_covers_every_task():
     schema = load_schema()
     assert DEFAULT_SCHEMA.parent.name == "report" and DEFAULT_SCHEMA.parent.parent.name == "grue_bench"
     grue = {"imdb", "commongen", "cnn_dailymail", "totto", "narrative_qa", "iwslt2017_en_de", "daily_dialog"}
-    assert grue <= set(schema.tasks)
+    headlines = {task: plugins.TASKS.get(task).headline for task in grue}
+    assert set(schema.headlines({task: spec.metric for task, spec in headlines.items() if spec})) == grue
     assert schema.metric("lexical/ter").higher_is_better is False
     assert schema.metric("fluency_metrics/perplexity").naturalness
     assert schema.metric("not/declared").higher_is_better is None
@@ -179,9 +181,6 @@ def test_schema_problems_are_collected_and_name_file_and_key(tmp_path: Path):
         "  a/x: {display: X, colour: red}\n"
         "  a/len: {display: Length, higher_is_better: null}\n"
         "  a/y: {higher_is_better: false}\n"
-        "tasks:\n"
-        "  t1: {headline: a/missing}\n"
-        "  t2: {headline: a/len}\n"
     )
     with pytest.raises(GrueError) as caught:
         load_schema(path)
@@ -189,17 +188,14 @@ def test_schema_problems_are_collected_and_name_file_and_key(tmp_path: Path):
     assert str(path) in text
     assert "metrics.a/x.colour: unknown key" in text
     assert "metrics.a/y.display: required key is missing" in text
-    # Structure errors stop before the cross-checks; fix them and the headline problems show up.
-    path.write_text(
-        "version: 1\nmetrics:\n  a/len: {display: Length, higher_is_better: null}\n"
-        "tasks:\n  t1: {headline: a/missing}\n  t2: {headline: a/len}\n"
-    )
+    # Structure errors stop before the headlines are checked; fix them and the headline problems show up.
+    path.write_text("version: 1\nmetrics:\n  a/len: {display: Length, higher_is_better: null}\n")
     with pytest.raises(GrueError) as caught:
-        load_schema(path)
+        load_schema(path).headlines({"t1": "a/missing", "t2": "a/len"})
     text = str(caught.value)
-    assert "2 problems" in text
-    assert "tasks.t1.headline: metric 'a/missing' is not declared" in text
-    assert "tasks.t2.headline: metric 'a/len' has no direction" in text
+    assert "2 problems" in text and str(path) in text
+    assert "metrics: metric 'a/missing', the headline of task 't1', is not declared" in text
+    assert "metrics.a/len: metric 'a/len', the headline of task 't2', has no direction" in text
 
 
 # --- the report against the store ---------------------------------------------------------------

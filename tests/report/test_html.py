@@ -109,12 +109,13 @@ def test_store_without_finished_runs_is_an_error(run_grue, tmp_path: Path):
 
 def test_bad_schema_is_an_error_naming_file_and_key(run_grue, three_seed_store: Path, tmp_path: Path):
     schema = tmp_path / "board.yaml"
-    schema.write_text("version: 1\nmetrics: {}\ntasks:\n  imdb: {headline: x/y}\n")
+    schema.write_text("version: 1\nmetrics: {}\n")
     code, _, stderr = run_grue(
         "report", "--store", str(three_seed_store), "--out", str(tmp_path / "o"), "--schema", str(schema)
     )
     assert code == 2
-    assert f"{schema}: tasks.imdb.headline: metric 'x/y' is not declared" in stderr
+    headline = "metric 'semantic/learned_automodel_metric', the headline of task 'imdb', is not declared"
+    assert f"{schema}: metrics: {headline}" in stderr
 
 
 # --- tables and exports -------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import random
 import pytest
 
 from grue_bench import plugins
+from grue_bench.datapools import task_corpus
 from grue_bench.models import load_base_lm
-from grue_bench.models.corpora import task_corpus
 from grue_bench.resolve import apply_override, build_config, task_config
 from grue_bench.rl.algorithm import STAT_KEYS
 from grue_bench.runner.assemble import build_reward, load_pool, make_rl_algorithm, set_seed
