@@ -4,26 +4,29 @@ inside each command's ``run`` so that ``grue --help`` answers fast."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from grue_bench import __version__
+from grue_bench.commands import crowd, ls, report, run, runs, submit, validate
+from grue_bench.commands import eval as eval_command
 from grue_bench.errors import GrueError
 
 log = logging.getLogger("grue_bench")
 
-SUBCOMMANDS: dict[str, str] = {
-    "run": "train and evaluate tasks x algorithms x seeds into a results store",
-    "runs": "list the runs in a results store",
-    "ls": "list what is registered: tasks, datapools, rewards, metrics, algorithms, policies",
-    "validate": "check config or task files and show the resolved config",
-    "eval": "score a predictions file with a task's metric suite",
-    "report": "build the HTML leaderboard from a results store",
-    "crowd": "human evaluation: MTurk templates, batch export and results ingest",
-    "submit": "validate, re-score and record a baseline submission",
+SUBCOMMANDS: dict[str, tuple[ModuleType, str]] = {
+    "run": (run, "train and evaluate tasks x algorithms x seeds into a results store"),
+    "runs": (runs, "list the runs in a results store"),
+    "ls": (ls, "list what is registered: tasks, datapools, rewards, metrics, algorithms, policies"),
+    "validate": (validate, "check config or task files and show the resolved config"),
+    "eval": (eval_command, "score a predictions file with a task's metric suite"),
+    "report": (report, "build the HTML leaderboard from a results store"),
+    "crowd": (crowd, "human evaluation: MTurk templates, batch export and results ingest"),
+    "submit": (submit, "validate, re-score and record a baseline submission"),
 }
+"""Each ``grue`` subcommand: its module (``add_arguments``, ``run``) and its one-line help."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,8 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="logging level"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, help_text in SUBCOMMANDS.items():
-        module = importlib.import_module(f"grue_bench.commands.{name}")
+    for name, (module, help_text) in SUBCOMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=module.__doc__)
         module.add_arguments(command)
         command.set_defaults(handler=module.run)

@@ -12,6 +12,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from grue_bench import plugins
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import MetricScores
@@ -106,7 +107,6 @@ def score(
 ) -> Scores:
     """Run each metric on the generations. A metric that needs the policy's model is reported as
     skipped when no model is given (never scored as 0)."""
-    from grue_bench import plugins
 
     prompts = [s.prompt_or_input_text for s in samples]
     references = [s.references for s in samples]

@@ -34,19 +34,19 @@ DATAPOOLS: Registry = Registry(
         "task": "grue_bench.datapools:TaskPool",
         "dummy_pool": "grue_bench.datapools:SyntheticPool",
         # RL4LMs ids, reading our tasks' data
-        "imdb": "grue_bench.rl4lms_pools:IMDB",
-        "imdb_seq2seq": "grue_bench.rl4lms_pools:IMDBForSeq2Seq",
-        "commongen": "grue_bench.rl4lms_pools:CommonGen",
-        "cnn_daily_mail": "grue_bench.rl4lms_pools:CNNDailyMail",
-        "totto": "grue_bench.rl4lms_pools:ToTTo",
-        "narrative_qa": "grue_bench.rl4lms_pools:NarrativeQA",
-        "iwslt2017en_de": "grue_bench.rl4lms_pools:IWSLT2017EnDe",
-        "daily_dialog": "grue_bench.rl4lms_pools:DailyDialog",
+        "imdb": "grue_bench.datapools.rl4lms:IMDB",
+        "imdb_seq2seq": "grue_bench.datapools.rl4lms:IMDBForSeq2Seq",
+        "commongen": "grue_bench.datapools.rl4lms:CommonGen",
+        "cnn_daily_mail": "grue_bench.datapools.rl4lms:CNNDailyMail",
+        "totto": "grue_bench.datapools.rl4lms:ToTTo",
+        "narrative_qa": "grue_bench.datapools.rl4lms:NarrativeQA",
+        "iwslt2017en_de": "grue_bench.datapools.rl4lms:IWSLT2017EnDe",
+        "daily_dialog": "grue_bench.datapools.rl4lms:DailyDialog",
         # RL4LMs ids for data with no shipped subset (hub or download only)
-        "wmt16": "grue_bench.rl4lms_hub_pools:WMT",
-        "wmt14_processed_en_de": "grue_bench.rl4lms_hub_pools:WMT14PreprocessedEnDe",
-        "wmt16newsonly": "grue_bench.rl4lms_hub_pools:WMT16NewsOnlyDatasetEnDe",
-        "crd3": "grue_bench.rl4lms_hub_pools:CRD3DialogueGeneration",
+        "wmt16": "grue_bench.datapools.rl4lms_hub:WMT",
+        "wmt14_processed_en_de": "grue_bench.datapools.rl4lms_hub:WMT14PreprocessedEnDe",
+        "wmt16newsonly": "grue_bench.datapools.rl4lms_hub:WMT16NewsOnlyDatasetEnDe",
+        "crd3": "grue_bench.datapools.rl4lms_hub:CRD3DialogueGeneration",
     },
 )
 
@@ -108,7 +108,7 @@ METRICS: Registry = Registry(
         "vader_sentiment": "grue_bench.metrics.classifiers:VaderSentiment",
         "intent_accuracy": "grue_bench.metrics.classifiers:IntentAccuracy",
         # a registered reward reported as a metric
-        "reward": "grue_bench.metrics.reward_metric:RewardMetric",
+        "reward": "grue_bench.rewards.reward_metric:RewardMetric",
         # any `evaluate` module given by a local path
         "evaluate": "grue_bench.metrics.hf_evaluate:EvaluateMetric",
     },

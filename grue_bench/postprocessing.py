@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from grue_bench import plugins
 from grue_bench.metrics.lexical import split_into_sentences
 from grue_bench.rl.hparams import PostProcessorRef
 
@@ -21,7 +22,6 @@ def three_sentence_summary(text: str) -> str:
 
 def post_process(processor: PostProcessorRef | None, texts: Sequence[str]) -> list[str]:
     """``texts`` through the named post-processor (unchanged without one)."""
-    from grue_bench import plugins
 
     if processor is None:
         return list(texts)

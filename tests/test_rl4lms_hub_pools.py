@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from grue_bench import rl4lms_hub_pools as pools
+from grue_bench.datapools import rl4lms_hub as pools
 from grue_bench.errors import MissingAssetError
 
 ROWS = [

@@ -2,7 +2,7 @@
 with RL4LMs's splits, references and arguments."""
 
 from grue_bench.datapools import TaskPool
-from grue_bench.rl4lms_pools import IMDB, IMDBForSeq2Seq
+from grue_bench.datapools.rl4lms import IMDB, IMDBForSeq2Seq
 
 SHIPPED_TRAIN = list(TaskPool.prepare("train", "imdb"))
 

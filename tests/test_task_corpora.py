@@ -6,7 +6,7 @@ import re
 
 from grue_bench import plugins
 from grue_bench.datapools import task_corpus
-from grue_bench.rewards.synthetic import DATE_PATTERN, increasing_numbers_fraction
+from grue_bench.metrics.synthetic import DATE_PATTERN, increasing_numbers_fraction
 
 increasing_numbers_corpus = plugins.TASKS.get("increasing_numbers").resolve("hooks:corpus")
 dates_corpus = plugins.TASKS.get("dates").resolve("hooks:corpus")

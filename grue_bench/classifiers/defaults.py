@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from grue_bench.classifiers.datasets import join_words
+from grue_bench.classifiers.hub import HubClassifier
 from grue_bench.classifiers.offline import DAILY_DIALOG_INTENT, IMDB_SENTIMENT, offline_classifier
 
 RL4LMS_SENTIMENT_MODEL = "lvwerra/distilbert-imdb"
@@ -31,7 +32,6 @@ def sentiment_classifier(model_name: str | None = None, batch_size: int = 32) ->
     """``model_name`` (hub id or folder) if given, else the offline IMDB classifier; labels 0 neg, 1 pos."""
     if model_name is None:
         return offline_classifier(IMDB_SENTIMENT)
-    from grue_bench.classifiers.hub import HubClassifier
 
     return HubClassifier(
         model_name,
@@ -70,7 +70,6 @@ def intent_classifier(model_name: str | None = None, batch_size: int = 32) -> Di
     """``model_name`` (hub id or folder) if given, else the offline DailyDialog act classifier."""
     if model_name is None:
         return DialogActClassifier(offline_classifier(DAILY_DIALOG_INTENT), with_context=False)
-    from grue_bench.classifiers.hub import HubClassifier
 
     hub = HubClassifier(
         model_name,

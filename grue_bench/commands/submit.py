@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up time: `grue --help` imports every command module (cli.py)
     from grue_bench.errors import GrueError
 
     if args.from_store:
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    # start-up time: `grue --help` imports every command module (cli.py)
     from grue_bench.errors import GrueError, Problem
     from grue_bench.submit.record import check_store, record
     from grue_bench.submit.rescore import rescore
@@ -102,6 +104,7 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _package(args: argparse.Namespace) -> int:
+    # start-up time: `grue --help` imports every command module (cli.py)
     from grue_bench.errors import GrueError
     from grue_bench.runner.grid import resolve_tasks
     from grue_bench.submit.package import PackageRequest, package

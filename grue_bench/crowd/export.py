@@ -20,9 +20,11 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from itertools import combinations
 
+from grue_bench import plugins
 from grue_bench.crowd.checks import DISTRACTOR, REFERENCE, distractor, likert_expected
 from grue_bench.crowd.templates import PAIRWISE, Axis, Template, load_template
 from grue_bench.crowd.views import SampleInput, clean, likert_columns, pairwise_columns, sample_from_row
+from grue_bench.data import read_jsonl
 from grue_bench.errors import GrueError
 from grue_bench.store import CrowdBatch, CrowdItem, Store
 
@@ -186,8 +188,6 @@ def _checked_axes(template: Template, pairwise: bool) -> tuple[Axis, ...]:
 
 def _task_inputs(task: str) -> tuple[dict[str, SampleInput], str]:
     """The task's shipped test samples by id, and its display name."""
-    from grue_bench import plugins
-    from grue_bench.data import read_jsonl
 
     spec = plugins.TASKS.get(task)
     try:
@@ -214,7 +214,6 @@ def _outputs(store: Store, task: str, alg: str, inputs: dict[str, SampleInput]) 
             key="--algs",
             fix=f"choose among: {', '.join([*known, REFERENCE])}" if known else "run `grue run` first",
         )
-    from grue_bench import plugins
 
     prompt = plugins.TASKS.get(task).prompt
     for run in runs:

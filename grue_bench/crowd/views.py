@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grue_bench import plugins
+
 
 @dataclass(frozen=True)
 class SampleInput:
@@ -70,7 +72,6 @@ GENERIC = TaskView(
 
 def view(task: str) -> TaskView:
     """The task's view (its ``crowd`` hook), or the generic one (the prompt as input)."""
-    from grue_bench import plugins
 
     spec = plugins.TASKS.get(task) if task in plugins.TASKS else None
     if spec is None or spec.crowd is None:

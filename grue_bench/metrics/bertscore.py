@@ -16,6 +16,7 @@ from typing import Any
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.models.hub import resolve_model
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,6 @@ class BertScore(Metric):
                 key="bert_score.num_layers",
                 fix="set num_layers, or use a model bert-score lists (e.g. roberta-large)",
             )
-        from grue_bench.models.hub import resolve_model
 
         source = resolve_model(
             model_type,

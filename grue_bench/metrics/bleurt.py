@@ -15,6 +15,7 @@ from typing import Any
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.models.hub import resolve_model
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,6 @@ class Bleurt(Metric):
                 key="bleurt.checkpoint",
                 fix=HOW_TO_GET,
             )
-        from grue_bench.models.hub import resolve_model
 
         source = resolve_model(checkpoint, what="BLEURT checkpoint", offline_fix=HOW_TO_GET)
         self.model, self.tokenizer = _load(source)

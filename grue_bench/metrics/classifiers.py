@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from grue_bench.errors import GrueError
+from grue_bench.classifiers.datasets import join_words
+from grue_bench.classifiers.defaults import intent_classifier, sentiment_classifier
+from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 
 logger = logging.getLogger(__name__)
@@ -32,7 +34,6 @@ class SentimentScore(Metric):
         batch_size: int = 32,
         include_prompt_for_eval: bool = True,
     ) -> None:
-        from grue_bench.classifiers.defaults import sentiment_classifier
 
         self.classifier = sentiment_classifier(model_name, batch_size=batch_size)
         if not 0 <= label_ix < len(self.classifier.labels):
@@ -55,7 +56,6 @@ class SentimentScore(Metric):
         split_name: str | None = None,
     ) -> MetricScores:
         """Per-sample class probability of prompt + generation (or the generation alone), and its mean."""
-        from grue_bench.classifiers.datasets import join_words
 
         texts = (
             [join_words(p, g) for p, g in zip(prompt_texts, generated_texts, strict=True)]
@@ -73,8 +73,6 @@ class VaderSentiment(Metric):
         try:
             from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
         except ImportError as exc:
-            from grue_bench.errors import MissingAssetError
-
             raise MissingAssetError(
                 "VADER sentiment needs the vaderSentiment package (it ships the lexicon)",
                 fix="pip install 'vaderSentiment>=3.3.2' (or pip install 'grue-bench[offline]')",
@@ -105,8 +103,6 @@ class IntentAccuracy(Metric):
     """
 
     def __init__(self, model_name: str | None = None, batch_size: int = 32) -> None:
-        from grue_bench.classifiers.defaults import intent_classifier
-
         self.classifier = intent_classifier(model_name, batch_size=batch_size)
 
     def compute(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from grue_bench.assets.wordnet import find_wordnet, load_wordnet
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean, require_aligned, split_into_sentences
 
@@ -29,7 +30,6 @@ class Meteor(Metric):
     ):
         """``wordnet_dir`` is an nltk ``corpora/wordnet`` folder; by default it is found in NLTK_DATA
         or built in the cache from /usr/share/wordnet. Raises MissingAssetError without WordNet."""
-        from grue_bench.assets.wordnet import find_wordnet, load_wordnet
 
         corpus = Path(wordnet_dir) if wordnet_dir is not None else find_wordnet()
         self.wordnet = load_wordnet(corpus)  # public: tests compare with nltk on the same reader

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.models.hub import resolve_model
 
 logger = logging.getLogger(__name__)
 
@@ -210,8 +211,6 @@ class Perplexity(Metric):
 def _load_pretrained(auto_class: str, name: str, what: str) -> Any:
     """``transformers.<auto_class>.from_pretrained`` on a folder or hub id, failing fast offline."""
     import transformers
-
-    from grue_bench.models.hub import resolve_model
 
     source = resolve_model(name, what=what, offline_fix="or pass a local folder")
     try:

@@ -22,8 +22,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from grue_bench.classifiers.hub import load_sequence_classifier
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.models.hub import resolve_model
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,6 @@ class NLIImager:
         device: str | None = None,
     ) -> None:
         import torch
-
-        from grue_bench.classifiers.hub import load_sequence_classifier
 
         grans = granularity.split("-")
         if len(grans) > 2 or any(g not in Granularity.__args__ for g in grans):
@@ -309,7 +309,6 @@ class SummaCConv(Metric):
 
 def _missing_nli_model(args: dict[str, Any]) -> MissingAssetError | None:
     """The NLI model a SummaC metric would load, if it is neither local nor on a reachable hub."""
-    from grue_bench.models.hub import resolve_model
 
     name = args.get("model_name", "mnli")
     try:

@@ -13,32 +13,19 @@ This module stays import-light: torch and transformers are imported only by the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
 from grue_bench.errors import GrueError
+from grue_bench.models.base import MODEL_TYPES, PAPER_MODELS, PROFILES, BaseLM, ModelType
 
-if TYPE_CHECKING:
-    import transformers
-
-ModelType = Literal["causal", "seq2seq"]
-MODEL_TYPES: tuple[str, ...] = ("causal", "seq2seq")
-PROFILES: tuple[str, ...] = ("tiny", "small", "paper")
-PAPER_MODELS: dict[str, str] = {"causal": "gpt2", "seq2seq": "t5-base"}
-"""The GRUE paper's base models per model type, used by profile ``paper`` without a model_name."""
-
-
-@dataclass
-class BaseLM:
-    """A base language model with its tokenizer, ready for RL fine-tuning."""
-
-    model: transformers.PreTrainedModel
-    """An AutoModelForCausalLM- or AutoModelForSeq2SeqLM-compatible model."""
-    tokenizer: transformers.PreTrainedTokenizerFast
-    """Padding on the left for causal models; pad, eos (and bos where the model uses one) set."""
-    model_type: ModelType
-    name: str
-    """What was loaded, e.g. 'tiny-causal/imdb@1a2b3c4d', 'SmolLM2-135M-Instruct', 't5-base'."""
+__all__ = [
+    "MODEL_TYPES",
+    "PAPER_MODELS",
+    "PROFILES",
+    "BaseLM",
+    "ModelType",
+    "configure_tokenizer",
+    "load_base_lm",
+]
 
 
 def load_base_lm(
@@ -94,18 +81,22 @@ def _load_source(
             fix=f"use one of: {', '.join(MODEL_TYPES)}",
         )
     if model_name:
+        # start-up time: torch and transformers load when a model is loaded, not with this module
         from grue_bench.models import hub
 
         return hub.load_hub(model_name, model_type)
     if profile == "tiny":
+        # start-up time: torch and transformers load when a model is loaded, not with this module
         from grue_bench.models import tiny
 
         return tiny.load_tiny(model_type, _corpus_texts(corpus), corpus_id=corpus_id, seed=seed)
     if profile == "small":
+        # start-up time: torch and transformers load when a model is loaded, not with this module
         from grue_bench.models import small
 
         return small.load_small(model_type)
     if profile == "paper":
+        # start-up time: torch and transformers load when a model is loaded, not with this module
         from grue_bench.models import hub
 
         return hub.load_hub(PAPER_MODELS[model_type], model_type)

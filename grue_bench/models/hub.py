@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from grue_bench.errors import GrueError, MissingAssetError
-from grue_bench.models import BaseLM
+from grue_bench.models.base import BaseLM
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 from grue_bench.errors import GrueError, MissingAssetError
-from grue_bench.models import BaseLM
+from grue_bench.models.base import BaseLM
 from grue_bench.models.cache import read_entry, write_entry
 from grue_bench.paths import cache_dir
 

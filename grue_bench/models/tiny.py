@@ -37,7 +37,8 @@ from transformers import (
 )
 
 from grue_bench.errors import GrueError
-from grue_bench.models import BaseLM, pretrain
+from grue_bench.models import pretrain
+from grue_bench.models.base import BaseLM
 from grue_bench.models.cache import content_hash, read_entry, write_entry
 from grue_bench.paths import cache_dir
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from grue_bench import plugins
 from grue_bench.errors import GrueError
 from grue_bench.report import aggregate, pages, plots
 from grue_bench.report.collect import StoreData, read_store, sample_generations
@@ -87,7 +88,6 @@ def task_infos(task_ids: list[str], schema: Leaderboard) -> list[TaskInfo]:
 
 def registered_task(task: str) -> TaskSpec | None:
     """The task's plugin, or None when the task is not registered here (a store from elsewhere)."""
-    from grue_bench import plugins
 
     try:
         return plugins.TASKS.get(task)

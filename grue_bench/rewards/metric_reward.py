@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, create_model
 
+from grue_bench import plugins
 from grue_bench.errors import GrueError
 from grue_bench.rewards.base import RewardFunction
 from grue_bench.schema import args_model
@@ -23,7 +24,6 @@ class MetricReward(RewardFunction):
         offset: float = 0.0,
         shaping_fn: str | None = None,
     ) -> None:
-        from grue_bench import plugins
 
         self.metric_id = metric
         self.metric = plugins.METRICS.get(metric)(**(metric_args or {}))
@@ -61,7 +61,6 @@ def _metric_reward(metric: str, keys: list[str], scale: float = 1.0, offset: flo
         @classmethod
         def args_schema(cls) -> type[BaseModel]:
             """The metric's own arguments plus ``shaping_fn``."""
-            from grue_bench import plugins
 
             base = args_model(plugins.METRICS.get(metric), metric)
             return create_model(f"{cls.__name__}Args", __base__=base, shaping_fn=(str | None, None))

@@ -11,8 +11,12 @@ from typing import Any, Literal
 
 from pydantic import PositiveInt
 
+from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, offline_classifier
 from grue_bench.errors import GrueError, MissingAssetError
+from grue_bench.models.hub import hub_offline, resolve_model
+from grue_bench.paths import cache_dir
 from grue_bench.rewards.base import RewardFunction
+from grue_bench.rewards.metric_reward import MetricReward
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +29,6 @@ _WHAT = "common_gen_preference_model"
 
 def checkpoint_file(model_type: str) -> Path:
     """Where the downloaded weights for ``model_type`` are kept (in the GRUE Bench cache)."""
-    from grue_bench.paths import cache_dir
 
     return cache_dir() / "common_gen_preference" / Path(CHECKPOINT_URLS[model_type]).name
 
@@ -41,7 +44,6 @@ def _fix(model_type: str) -> str:
 
 def _download_checkpoint(model_type: str) -> Path:
     """The cached weights for ``model_type``, downloaded first if need be; MissingAssetError offline."""
-    from grue_bench.models.hub import hub_offline
 
     path = checkpoint_file(model_type)
     if path.is_file():
@@ -74,8 +76,6 @@ def load_preference_model(model_type: str, model_path: str | None, device: str):
     """RL4LMs's preference model (``t5-<model_type>`` with the downloaded weights), or ``model_path``:
     a folder with a saved seq2seq model and tokenizer, or a .pt state dict over ``t5-<model_type>``."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from grue_bench.models.hub import resolve_model
 
     local = Path(model_path).expanduser() if model_path else None
     if local is not None and not local.exists():
@@ -135,12 +135,8 @@ class CommonGenPreference(RewardFunction):
         self.meteor_coeff = meteor_coeff
         self.meteor = None
         if meteor_coeff:
-            from grue_bench.rewards.metric_reward import MetricReward
-
             self.meteor = MetricReward("meteor", ["lexical/meteor"])
         if model_type == "offline":
-            from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, offline_classifier
-
             self.classifier = offline_classifier(COMMONGEN_PLAUSIBILITY)
             return
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -2,37 +2,9 @@
 
 from __future__ import annotations
 
-import re
-from itertools import pairwise
-
 from grue_bench.errors import GrueError
+from grue_bench.metrics.synthetic import DATE_PATTERN, increasing_numbers_fraction
 from grue_bench.rewards.base import RewardFunction
-
-
-def _number(token: str) -> float | None:
-    try:
-        return float(token)
-    except ValueError:
-        return None
-
-
-def increasing_numbers_fraction(text: str, min_tokens: int) -> float:
-    """RL4LMs's score: how many of the text's numbers, from the first, strictly increase,
-    over max(number of tokens, min_tokens / 2); 0 for a text without numbers.
-
-    Words between numbers are skipped when counting the run but lengthen the text, so the
-    score is highest for a text of nothing but increasing numbers, at least min_tokens / 2 long.
-    """
-    tokens = text.split()
-    numbers = [value for value in map(_number, tokens) if value is not None]
-    if not numbers:
-        return 0.0
-    run = 1
-    for previous, value in pairwise(numbers):
-        if not value > previous:
-            break
-        run += 1
-    return run / max(len(tokens), min_tokens / 2)
 
 
 class IncreasingNumbers(RewardFunction):
@@ -43,10 +15,6 @@ class IncreasingNumbers(RewardFunction):
 
     def batch(self, prompts, generations, references, meta_infos) -> list[float]:
         return [increasing_numbers_fraction(text, self.min_tokens) for text in generations]
-
-
-DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
-"""RL4LMs's date: an ISO date such as 2021-05-12, anywhere in the text."""
 
 
 class SentencesWithDates(RewardFunction):

@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from grue_bench.data import Sample
 from grue_bench.rl.hparams import SupervisedArgs
+from grue_bench.rl.policy import causal_position_ids
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +109,6 @@ class Supervised:
     def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
         if self.model_type == "causal":
-            from grue_bench.rl.policy import causal_position_ids
-
             batch["position_ids"] = causal_position_ids(batch["attention_mask"])
         return self.lm(**batch).loss
 

@@ -27,10 +27,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from grue_bench import plugins
 from grue_bench.runner.assemble import build_reward, load_base
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.recorder import MessageRecorder, StoreRecorder, apply_message
 from grue_bench.runner.run import RunOutcome, execute
+from grue_bench.store import Store
 from grue_bench.store.claims import HEARTBEAT_S, Owner
 
 log = logging.getLogger(__name__)
@@ -119,7 +121,6 @@ class GridExecutor:
     def _start(self, spec: RunSpec) -> bool:
         """Register and claim the run; False when it is already done (skipped) or another live
         process holds it (left to that process)."""
-        from grue_bench import plugins
 
         record = self.store.start_run(
             task=spec.task,
@@ -334,7 +335,6 @@ def keep_alive(store_path: Path, every: float = HEARTBEAT_S) -> Iterator[None]:
 def _beat(store_path: Path, every: float, stop: threading.Event) -> None:
     """The heartbeat loop, on its own connection (a SQLite connection belongs to its thread); a
     beat that fails (the store locked for long) is logged, the next one may succeed."""
-    from grue_bench.store import Store
 
     with Store(store_path) as store:
         while not stop.wait(every):
@@ -394,7 +394,6 @@ def prepare_assets(spec: RunSpec) -> str:
     """Build (or find in the cache) the base LM, reward and metric assets of ``spec``'s group.
     Done once per group before runs start in parallel; otherwise every worker would pretrain the
     same model at the same time. Caches are written atomically, so groups build in parallel."""
-    from grue_bench import plugins
 
     load_base(spec.config)
     build_reward(spec.config)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from grue_bench.rl.checkpoint import promote_checkpoint
+
 
 class Recorder(Protocol):
     live: bool
@@ -44,7 +46,6 @@ class StoreRecorder:
 
     def checkpoint(self, iteration: int, run_dir: str) -> None:
         """Every row the run sent before this is stored: its staged checkpoint becomes the resume point."""
-        from grue_bench.rl.checkpoint import promote_checkpoint
 
         if promote_checkpoint(Path(run_dir), iteration):
             self.store.set_checkpoint(self.run_id, iteration)

@@ -9,12 +9,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from grue_bench import __version__
+
 log = logging.getLogger(__name__)
 
 
 def environment_info(cwd: str | Path | None = None) -> dict[str, Any]:
     """Python, platform, installed versions of key packages and the git commit of ``cwd``."""
-    from grue_bench import __version__
 
     info: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
     for package in ("torch", "transformers", "datasets"):

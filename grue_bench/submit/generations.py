@@ -15,6 +15,7 @@ from pathlib import Path
 
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
+from grue_bench.evaluation import load_predictions
 from grue_bench.submit import files
 from grue_bench.submit.format import MAX_FILE_BYTES, MAX_TEXT_CHARS
 from grue_bench.submit.problems import shorten
@@ -42,7 +43,6 @@ def check_generations(
     problems: list[Problem],
 ) -> SeedGenerations | None:
     """One generations file: size, UTF-8, JSON lines of ``{id, text}``, every test id exactly once."""
-    from grue_bench.evaluation import load_predictions
 
     if rel not in listing.files:
         if not listing.is_refused(rel):

@@ -21,6 +21,7 @@ from grue_bench.errors import GrueError
 from grue_bench.paths import run_dir
 from grue_bench.store import BEFORE_TRAINING, RunRecord, Store
 from grue_bench.submit.format import FORMAT_VERSION, METADATA_FILE, default_file
+from grue_bench.submit.validate import validate
 from grue_bench.yamlio import dump_yaml
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,6 @@ class Packaged:
 
 def package(request: PackageRequest) -> Path:
     """Write ``<out>/<name>/`` from the selected runs; returns the folder."""
-    from grue_bench.submit.validate import validate
 
     if request.stage not in STAGES:
         raise GrueError(f"unknown stage '{request.stage}'", key="--stage", fix=f"use one of {STAGES}")

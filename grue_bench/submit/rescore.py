@@ -11,6 +11,8 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from grue_bench import plugins
+from grue_bench.evaluation import score
 from grue_bench.submit.validate import ValidSubmission
 
 log = logging.getLogger(__name__)
@@ -68,8 +70,6 @@ class Rescored:
 
 def rescore(submission: ValidSubmission) -> Rescored:
     """Score every seed's generations with its task's metric suite and compare the stated numbers."""
-    from grue_bench import plugins
-    from grue_bench.evaluation import score
 
     result = Rescored(tasks={})
     for task_id, task in submission.tasks.items():

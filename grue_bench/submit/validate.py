@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grue_bench import plugins
 from grue_bench.data import Sample
+from grue_bench.datapools import TaskPool
 from grue_bench.errors import GrueError, Problem
 from grue_bench.submit import files, metadata
 from grue_bench.submit.format import (
@@ -135,8 +137,6 @@ def _check_task(
     root: Path, task_id: str, entry: TaskEntry, listing: files.Listing, problems: list[Problem]
 ) -> TaskGenerations | None:
     """The task's samples and checked generations, or None (with the reasons among ``problems``)."""
-    from grue_bench import plugins
-    from grue_bench.datapools import TaskPool
 
     key = f"{METADATA_FILE}: tasks.{task_id}"
     if task_id not in plugins.TASKS:

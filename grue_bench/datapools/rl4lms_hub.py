@@ -16,6 +16,7 @@ from pydantic import PositiveInt
 from grue_bench.data import Sample, TextGenPool
 from grue_bench.datapools import check_split, hub_split, sample_subset
 from grue_bench.errors import MissingAssetError
+from grue_bench.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,6 @@ CRD3_SPLIT_FILES = {"train": "train_files", "validation": "val_files", "test": "
 
 def crd3_folder() -> Path:
     """The extracted CRD3 archive in the GRUE Bench cache, downloaded first if need be."""
-    from grue_bench.paths import cache_dir
 
     base = cache_dir() / "crd3"
     folder = base / "CRD3-master"

@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from grue_bench import plugins
 from grue_bench.data import Sample, TextGenPool, read_jsonl
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.tasks import SPLITS, TaskSpec
@@ -104,7 +105,6 @@ class TaskPool(TextGenPool):
         seed: int = 0,
     ) -> TaskPool:
         """``source``: 'shipped' (offline subset), 'hub' (full dataset) or a local file/folder."""
-        from grue_bench import plugins
 
         check_split(split)
         spec = plugins.TASKS.get(task)
@@ -152,7 +152,6 @@ class SyntheticPool(TextGenPool):
 
 def task_corpus(task_id: str) -> list[str]:
     """LM pretraining texts for a task: its ``corpus`` hook's, or its train prompts and references."""
-    from grue_bench import plugins
 
     spec = plugins.TASKS.get(task_id)
     if spec.corpus is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from grue_bench import plugins
 from grue_bench.metrics.base import Metric, MetricScores
 
 
@@ -11,8 +12,6 @@ class RewardMetric(Metric):
     """Per-sample rewards and their mean, under ``reward/<id>``."""
 
     def __init__(self, id: str, args: dict[str, Any] | None = None) -> None:
-        from grue_bench import plugins
-
         self.id = id
         self.reward = plugins.REWARDS.get(id)(**(args or {}))
 
