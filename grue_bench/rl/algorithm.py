@@ -29,11 +29,12 @@ import torch
 from grue_bench.data import Sample
 from grue_bench.rl.advantages import gae, token_rewards, whiten
 from grue_bench.rl.batch import Rollout
+from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.hparams import AlgArgs
 from grue_bench.rl.kl import make_kl_controller
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, frozen_copy
-from grue_bench.rl.rollout import Episodes, GenerationSettings, RolloutCollector
+from grue_bench.rl.rollout import GenerationSettings, RolloutCollector
 
 log = logging.getLogger(__name__)
 

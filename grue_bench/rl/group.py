@@ -20,9 +20,9 @@ import torch
 from grue_bench.data import Sample
 from grue_bench.rl.advantages import masked_mean
 from grue_bench.rl.batch import Rollout
+from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.hparams import GroupArgs
 from grue_bench.rl.ppo import PPO, clipped_policy_loss
-from grue_bench.rl.rollout import Episodes
 
 
 class GroupSampled(PPO):

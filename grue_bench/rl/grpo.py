@@ -13,9 +13,9 @@ import torch
 
 from grue_bench.rl.advantages import masked_mean
 from grue_bench.rl.batch import Rollout
+from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.group import GroupSampled
 from grue_bench.rl.hparams import GRPOArgs
-from grue_bench.rl.rollout import Episodes
 
 
 class GRPO(GroupSampled):

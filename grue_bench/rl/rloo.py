@@ -11,9 +11,9 @@ With one pass over the rollout the surrogate's gradient is REINFORCE's, -A_i * g
 from __future__ import annotations
 
 from grue_bench.rl.batch import Rollout
+from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.group import GroupSampled
 from grue_bench.rl.hparams import RLOOArgs
-from grue_bench.rl.rollout import Episodes
 
 
 class RLOO(GroupSampled):

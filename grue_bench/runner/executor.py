@@ -18,7 +18,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,8 +28,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from grue_bench import plugins
-from grue_bench.runner.assemble import build_reward, load_base
 from grue_bench.runner.grid import RunSpec
+from grue_bench.runner.prepare import asset_key, error_text, prepare_here, prepare_in
 from grue_bench.runner.recorder import MessageRecorder, StoreRecorder, apply_message
 from grue_bench.runner.run import RunOutcome, execute
 from grue_bench.store import Store
@@ -50,17 +50,13 @@ class GridReport:
     """Runs left to another live process that holds them: label -> that process (pid and host)."""
 
 
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _guarded(spec: RunSpec, recorder: Any, output_root: Path) -> tuple[str, RunOutcome | None, str | None]:
     """Execute a run; any failure becomes an error text (recorded as a failed run; the grid goes on)."""
     try:
         return spec.label, execute(spec, recorder, output_root), None
     except Exception as exc:
         log.debug("%s failed:\n%s", spec.label, traceback.format_exc())
-        return spec.label, None, _error_text(exc)
+        return spec.label, None, error_text(exc)
 
 
 _DIED = (
@@ -187,7 +183,7 @@ class GridExecutor:
             return self.report
         with tqdm(total=len(todo), desc="grid", unit="run") as bar:
             if executor == "ray":
-                self._run_ray(self._set_up(todo, _prepare_here(todo), bar), bar, ray_address)
+                self._run_ray(self._set_up(todo, prepare_here(todo), bar), bar, ray_address)
             elif jobs > 1:
                 self._run_processes(todo, bar, jobs)
             else:
@@ -234,7 +230,7 @@ class GridExecutor:
         while pending:
             with ProcessPoolExecutor(jobs, context, initializer=_init_worker, initargs=init) as pool:
                 if not prepared:
-                    pending = self._set_up(pending, _prepare_in(pool, todo), bar)
+                    pending = self._set_up(pending, prepare_in(pool, todo), bar)
                     prepared = True
                 lost = self._drain(pool, pending, messages, bar)
             pending = []
@@ -344,62 +340,6 @@ def _beat(store_path: Path, every: float, stop: threading.Event) -> None:
                 log.warning(
                     "could not refresh the heartbeat of this grid's runs in %s: %s", store_path, error
                 )
-
-
-def asset_key(spec: RunSpec) -> str:
-    """(task, profile, policy): what decides which base model and metric assets a run needs."""
-    policy = spec.config.alg.policy.id if spec.config.alg.policy else ""
-    return f"{spec.task}|{spec.config.profile}|{policy}"
-
-
-def asset_groups(specs: Sequence[RunSpec]) -> list[RunSpec]:
-    """One spec per asset key: the runs that share a base model and metric assets."""
-    groups: dict[str, RunSpec] = {}
-    for spec in specs:
-        groups.setdefault(asset_key(spec), spec)
-    return list(groups.values())
-
-
-PREPARING = "preparing base models and metrics"
-
-
-def _prepare_here(todo: Sequence[RunSpec]) -> dict[str, str]:
-    """Prepare each asset group in this process; the error text of each group that failed."""
-    groups = asset_groups(todo)
-    errors = (_prepare_guarded(spec) for spec in groups)
-    done = zip(groups, tqdm(errors, total=len(groups), desc=PREPARING, unit="task"), strict=True)
-    return {asset_key(spec): error for spec, error in done if error}
-
-
-def _prepare_in(pool: ProcessPoolExecutor, todo: Sequence[RunSpec]) -> dict[str, str]:
-    """Prepare the asset groups in ``pool``'s workers; the error text of each group that failed."""
-    groups = asset_groups(todo)
-    futures = {pool.submit(_prepare_guarded, spec): spec for spec in groups}
-    done = tqdm(as_completed(futures), total=len(groups), desc=PREPARING, unit="task")
-    return {asset_key(futures[future]): future.result() for future in done if future.result()}
-
-
-def _prepare_guarded(spec: RunSpec) -> str | None:
-    """``prepare_assets``, a failure as its error text: the group's runs are recorded failed with
-    it (a run failing to set up is a failed run, like one failing later)."""
-    try:
-        prepare_assets(spec)
-    except Exception as exc:
-        log.debug("preparing %s failed:\n%s", spec.label, traceback.format_exc())
-        return _error_text(exc)
-    return None
-
-
-def prepare_assets(spec: RunSpec) -> str:
-    """Build (or find in the cache) the base LM, reward and metric assets of ``spec``'s group.
-    Done once per group before runs start in parallel; otherwise every worker would pretrain the
-    same model at the same time. Caches are written atomically, so groups build in parallel."""
-
-    load_base(spec.config)
-    build_reward(spec.config)
-    for metric in spec.config.train_evaluation.metrics:
-        plugins.METRICS.get(metric.id)(**metric.args)
-    return spec.task
 
 
 def _ray_task(spec: RunSpec, output_root: str) -> tuple[list, tuple]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from grue_bench.models import load_base_lm
 from grue_bench.paths import run_dir
 from grue_bench.rl.checkpoint import CHECKPOINT, discard_staged
 from grue_bench.rl.trainer import Trainer
@@ -103,7 +104,7 @@ def _supervised_stage(spec: RunSpec, recorder: Recorder, evaluate: Evaluator, lm
     as RL4LMs does), or reload the fit a killed run left in ``warm_start/``."""
     warm = out / "warm_start"
     if (warm / "config.json").is_file():
-        return type(lm).from_pretrained(warm).to(device)
+        return load_base_lm(evaluate.model_type, model_name=str(warm)).model.to(device)
     on_log = None
     if spec.alg == "supervised":
 
@@ -123,6 +124,7 @@ def _supervised_stage(spec: RunSpec, recorder: Recorder, evaluate: Evaluator, lm
         out / "training_info.jsonl", {"stage": "supervised", "losses": losses, "optimizer_steps": steps}
     )
     lm.save_pretrained(warm)
+    tokenizer.save_pretrained(warm)  # a folder load_base_lm reads, as any model folder
     return lm
 
 

@@ -3,7 +3,7 @@
 import torch
 
 from grue_bench.rl.batch import TokenBatch
-from grue_bench.rl.rollout import Episodes
+from grue_bench.rl.episodes import Episodes
 
 
 def hand_made_episodes(rewards, logprobs, ref_logprobs, mask) -> Episodes:
