@@ -34,7 +34,8 @@ class Resume(Callback):
 
 class RecordStats(Callback):
     """Each iteration's statistics: ``rollout`` and ``train`` rows in the store, a line of
-    ``rollout_info.jsonl`` and the progress bar."""
+    ``rollout_info.jsonl`` (all of them) and of ``training_info.jsonl`` (the update's, ``train/*``,
+    as RL4LMs writes it), and the progress bar."""
 
     def __init__(self, recorder: Recorder, out: Path, label: str, position: int = 0) -> None:
         self.recorder = recorder
@@ -55,11 +56,11 @@ class RecordStats(Callback):
 
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
         iteration = trainer.iteration
-        self.recorder.metrics(
-            iteration, "rollout", {k: v for k, v in stats.items() if not k.startswith("train/")}
-        )
-        self.recorder.metrics(iteration, "train", {k: v for k, v in stats.items() if k.startswith("train/")})
+        train = {key: value for key, value in stats.items() if key.startswith("train/")}
+        self.recorder.metrics(iteration, "rollout", {k: v for k, v in stats.items() if k not in train})
+        self.recorder.metrics(iteration, "train", train)
         append_jsonl(self.out / "rollout_info.jsonl", {"iteration": iteration, **stats})
+        append_jsonl(self.out / "training_info.jsonl", {"iteration": iteration, **train})
         self.bar.update(1)
         kl = stats.get("train/kl_to_ref_per_token")
         kl = "n/a (beta 0)" if kl is None else f"{kl:.4f}/token"
@@ -87,6 +88,15 @@ class Evaluations(Callback):
         self.every = every
         self.final: dict[str, dict[str, float]] = {}
         self.generations: dict[str, list[dict[str, Any]]] = {}
+
+    def on_train_start(self, trainer: Trainer) -> None:
+        if self.every >= trainer.n_iters:
+            log.info(
+                "train_evaluation.eval_every (%d) is not below n_iters (%d): validation runs after "
+                "the last iteration only",
+                self.every,
+                trainer.n_iters,
+            )
 
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
         iteration = trainer.iteration

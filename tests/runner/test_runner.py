@@ -98,6 +98,10 @@ def test_a_run_fills_the_store_and_its_artifacts(tmp_path):
     for name in ("config.yaml", "rollout_info.jsonl", "test_metrics.jsonl", "validation_metrics.jsonl"):
         assert (run_dir / name).is_file(), name
     assert (run_dir / "model" / "config.json").is_file()
+    training = [json.loads(line) for line in (run_dir / "training_info.jsonl").read_text().splitlines()]
+    assert [row["iteration"] for row in training] == [1, 2, 3, 4]
+    stored = dict(rows(store, "select name, value from metrics where split='train' and iteration=4"))
+    assert {k: v for k, v in training[-1].items() if k != "iteration"} == pytest.approx(stored)
     # running the same command again does nothing
     again = subprocess.run(grue_run(tmp_path), capture_output=True, text=True, check=False)
     assert "1 already done" in again.stdout
