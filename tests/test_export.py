@@ -112,7 +112,7 @@ def test_push_to_hub_offline_says_how_to_fix_and_writes_nothing(
     code, _, stderr = run_grue(
         "export", run_key, "--store", store, "--out", str(out), "--push-to-hub", "me/model"
     )
-    assert code == 2 and "offline" in stderr and "HF_TOKEN" in stderr and "huggingface-cli login" in stderr
+    assert code == 2 and "offline" in stderr and "HF_TOKEN" in stderr and "hf auth login" in stderr
     assert not out.exists()
 
 

@@ -120,7 +120,10 @@ def export_model(store_path: Path, key: str, out: Path) -> Path:
 
 def check_hub_access() -> None:
     """A GrueError unless the hub is reachable and a token is set (both needed to upload)."""
-    fix = "connect to the network, unset HF_HUB_OFFLINE, and log in: `huggingface-cli login` or set HF_TOKEN"
+    fix = (
+        "connect to the network, unset HF_HUB_OFFLINE, and log in: `hf auth login` "
+        "(`huggingface-cli login` with an older huggingface_hub) or set HF_TOKEN"
+    )
     if hub_offline():
         raise GrueError(
             "cannot push to the Hugging Face hub: it is offline "
@@ -144,7 +147,7 @@ def push_to_hub(folder: Path, repo_id: str, private: bool = False) -> str:
         raise GrueError(
             f"upload to the Hugging Face hub failed: {exc}",
             key="--push-to-hub",
-            fix="check the repo id (user/name), that your token may write to it (`huggingface-cli login`), "
+            fix="check the repo id (user/name), that your token may write to it (`hf auth login`), "
             "and the network",
         ) from exc
     log.info("pushed %s to %s", folder, url)

@@ -66,3 +66,26 @@ def test_an_adapter_folder_is_a_peft_model(tmp_path):
     (tmp_path / "adapter_config.json").write_text(json.dumps({"task_type": "SEQ_2_SEQ_LM"}))
     card = build_model_card(tmp_path, paper_run("cnn_dailymail", {}))
     assert card.data.library_name == "peft" and "AutoPeftModelForSeq2SeqLM" in card.text
+
+
+def test_a_supervised_run_writes_its_card_too(run_grue, tmp_path):
+    # a supervised run finishes on its own path (its iterations are optimizer steps)
+    store, runs = tmp_path / "s.sqlite", tmp_path / "runs"
+    code, _, stderr = run_grue(
+        "run",
+        "--task=increasing_numbers",
+        "--alg=supervised",
+        "--seed-list=3",
+        f"--store={store}",
+        f"--output-dir={runs}",
+        "--set=datapool.args.n_samples=16",
+    )
+    assert code == 0, stderr
+    with Store(store) as opened:
+        (record,) = opened.runs()
+        curves = opened.curves(record.id, "test")
+    card = ModelCard.load(next(runs.rglob("model/README.md")))
+    assert card.data.tags == ["grue-bench", "rl", "supervised"] and card.data.grue_bench["seed"] == 3
+    assert {r.metric_type: r.metric_value for r in card.data.eval_results} == {
+        name: points[-1][1] for name, points in curves.items()
+    }
