@@ -86,3 +86,31 @@ def fresh_dynamo():
     import torch._dynamo
 
     torch._dynamo.reset()
+
+
+@pytest.fixture(scope="session")
+def tiny_finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished two-iteration PPO run of increasing_numbers (in-process); returns its folder,
+    holding ``s.sqlite`` (the store) and ``runs/`` (the artifacts)."""
+    from grue_bench.cli import main
+
+    root = tmp_path_factory.mktemp("tiny_run")
+    fast = [
+        "train_evaluation.n_iters=2",
+        "alg.args.n_steps=8",
+        "alg.args.batch_size=8",
+        "datapool.args.n_samples=16",
+    ]
+    code = main(
+        [
+            "run",
+            "--task=increasing_numbers",
+            "--alg=ppo",
+            "--seed-list=0",
+            f"--store={root / 's.sqlite'}",
+            f"--output-dir={root / 'runs'}",
+            *[f"--set={o}" for o in fast],
+        ]
+    )
+    assert code == 0
+    return root

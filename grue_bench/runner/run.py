@@ -28,6 +28,7 @@ from grue_bench.runner.assemble import assemble, build_reward, make_rl_algorithm
 from grue_bench.runner.callbacks import CheckpointEvery, Evaluations, RecordStats, Resume, final_evaluation
 from grue_bench.runner.evaluate import Evaluator, append_jsonl
 from grue_bench.runner.grid import RunSpec
+from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
 from grue_bench.store import BEFORE_TRAINING
 
@@ -77,7 +78,7 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
         if spec.alg == "supervised":  # its iterations are optimizer steps
             steps = _supervised_steps(out)
             final, generations = final_evaluation(evaluate, lm, steps)
-            outcome = _finish(evaluate, lm, steps, final, generations, run.base.name, started)
+            outcome = _finish(spec, evaluate, lm, steps, final, generations, run.base.name, started)
             shutil.rmtree(out / "warm_start")  # model/ holds it now: one checkpoint kept (save_total_limit)
             return outcome
         if not resuming:  # the warm start's own score: what RL has to improve on
@@ -96,7 +97,7 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
     trainer = Trainer(algorithm, run.pools["train"], random.Random(spec.seed), callbacks)
     lm = trainer.fit(config.train_evaluation.n_iters)
     final, generations = evaluations.final, evaluations.generations
-    return _finish(evaluate, lm, trainer.iteration, final, generations, run.base.name, started)
+    return _finish(spec, evaluate, lm, trainer.iteration, final, generations, run.base.name, started)
 
 
 def _supervised_stage(spec: RunSpec, recorder: Recorder, evaluate: Evaluator, lm, out: Path, device):
@@ -135,10 +136,19 @@ def _supervised_steps(out: Path) -> int:
 
 
 def _finish(
-    evaluate: Evaluator, lm, iteration: int, final, generations, model_name: str, started: float
+    spec: RunSpec,
+    evaluate: Evaluator,
+    lm,
+    iteration: int,
+    final,
+    generations,
+    model_name: str,
+    started: float,
 ) -> RunOutcome:
-    """The final model on disk; the run's results for the writer."""
+    """The final model on disk, with its card; the run's results for the writer."""
     lm.save_pretrained(evaluate.out / "model")
     evaluate.tokenizer.save_pretrained(evaluate.out / "model")
+    trained = TrainedRun(spec.task, spec.alg, spec.seed, model_name, spec.config, final["test"])
+    write_model_card(evaluate.out / "model", trained)
     duration = time.perf_counter() - started
     return RunOutcome(iteration, final, generations, model_name, duration, dict(evaluate.skipped))
