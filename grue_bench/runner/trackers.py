@@ -155,7 +155,6 @@ class TrackioTracker:
         self.run = trackio.init(
             project=os.environ.get("TRACKIO_PROJECT", PROJECT),
             name=run.name,
-            group=run.group,
             config={**run.tags, **run.config},
             space_id=os.environ.get("TRACKIO_SPACE_ID"),
         )

@@ -46,8 +46,8 @@ class Run:
     def finish(self):
         _write("finish", name=self.name)
 
-def init(project, name=None, group=None, config=None, space_id=None):
-    _write("init", project=project, name=name, group=group, config=config)
+def init(project, name=None, config=None, space_id=None):
+    _write("init", project=project, name=name, config=config)
     return Run(name)
 """
 
