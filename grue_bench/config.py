@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
 from grue_bench.rl.hparams import GenerationKwargs
 from grue_bench.schema import Component, Strict
 from grue_bench.yamlio import dump_yaml
+
+Tracker = Literal["tensorboard", "wandb", "mlflow", "trackio"]
+"""An experiment tracker a run can report to, by its name in Hugging Face Trainer's ``report_to``."""
+TRACKERS: tuple[str, ...] = get_args(Tracker)
 
 
 class TokenizerConfig(Strict):
@@ -94,6 +98,9 @@ class RunConfig(Strict):
     """SQLite results store."""
     output_dir: str | None = None
     """Where run artifacts (checkpoints, JSONL logs, predictions) go."""
+    report_to: list[Literal[Tracker, "all"]] = Field(default_factory=list)
+    """Experiment trackers each run also logs to, as Hugging Face Trainer's ``report_to``: a list or a
+    comma-separated string of tensorboard, wandb, mlflow, trackio; all (the installed ones); none."""
     # RL4LMs keys
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     datapool: Component | None = None
@@ -101,6 +108,16 @@ class RunConfig(Strict):
     env: EnvConfig = Field(default_factory=EnvConfig)
     alg: AlgConfig
     train_evaluation: TrainEvaluationConfig = Field(default_factory=TrainEvaluationConfig)
+
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _tracker_list(cls, value: Any) -> Any:
+        """``"tensorboard,wandb"`` is a list; ``none`` (or null) is no tracker."""
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",")]
+        return [] if value == ["none"] else value
 
     def seed_list(self) -> list[int]:
         """The seeds to run."""
@@ -114,8 +131,8 @@ class RunConfig(Strict):
         return dump_yaml(self.to_dict())
 
     def hash(self) -> str:
-        """A stable hash of what determines results (seeds, store and output paths excluded)."""
+        """A stable hash of what determines results (seeds, store, output paths and trackers excluded)."""
         data = self.to_dict()
-        for key in ("seeds", "store", "output_dir"):
+        for key in ("seeds", "store", "output_dir", "report_to"):
             data.pop(key, None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]

@@ -58,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
     parser.add_argument("--ray-address", help="an existing Ray cluster (default: start a local Ray)")
     parser.add_argument("--force", action="store_true", help="run again even finished runs")
+    parser.add_argument(
+        "--report-to",
+        metavar="TRACKERS",
+        help="experiment trackers each run also logs to, comma-separated: tensorboard, wandb, mlflow, "
+        "trackio, all (the installed ones) or none; sets the config's report_to "
+        "(pip install 'grue-bench[trackers]')",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,20 +72,24 @@ def run(args: argparse.Namespace) -> int:
     from grue_bench.errors import GrueError
     from grue_bench.runner.executor import GridExecutor
     from grue_bench.runner.grid import build_specs, resolve_grid, resolve_seeds
+    from grue_bench.runner.trackers import check_installed
     from grue_bench.store import Store
 
     if args.jobs < 1:
         raise GrueError(f"--jobs must be at least 1, got {args.jobs}", source="--jobs", fix="e.g. --jobs 2")
-    tasks, algs = resolve_grid(args.task, args.alg, args.config, args.overrides)
+    overrides = [*args.overrides, *([f"report_to={args.report_to}"] if args.report_to is not None else [])]
+    tasks, algs = resolve_grid(args.task, args.alg, args.config, overrides)
     specs = build_specs(
         tasks,
         algs,
         resolve_seeds(args.seeds, args.seed_list),
         args.profile,
         args.config,
-        args.overrides,
+        overrides,
         offline=args.profile is not None,
     )
+    for spec in specs:
+        check_installed(spec.config.report_to)
     started = time.perf_counter()
     with Store(args.store) as store:
         report = GridExecutor(store, args.output_dir, force=args.force).run(

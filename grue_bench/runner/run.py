@@ -30,6 +30,7 @@ from grue_bench.runner.evaluate import Evaluator, append_jsonl
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
+from grue_bench.runner.trackers import Trackers, TrackingRecorder
 from grue_bench.store import BEFORE_TRAINING
 
 WARM_START = 0
@@ -54,7 +55,16 @@ def spec_dir(root: Path, spec: RunSpec) -> Path:
 
 
 def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int = 0) -> RunOutcome:
-    """Run ``spec`` (resuming from its checkpoint if one exists) and return its final results."""
+    """Run ``spec`` (resuming from its checkpoint if one exists) and return its final results; every
+    metric row also goes to the experiment trackers of its ``report_to``, the final ones included."""
+    with Trackers.open(spec, spec_dir(output_root, spec)) as trackers:
+        outcome = _execute(spec, TrackingRecorder(recorder, trackers), output_root, position)
+        for split, values in outcome.final_metrics.items():
+            trackers.log(outcome.final_iteration, split, values)
+    return outcome
+
+
+def _execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int) -> RunOutcome:
     recorder.begin()
     started = time.perf_counter()
     config = spec.config
