@@ -58,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
     parser.add_argument("--ray-address", help="an existing Ray cluster (default: start a local Ray)")
     parser.add_argument("--force", action="store_true", help="run again even finished runs")
+    parser.add_argument(
+        "--num-processes",
+        type=int,
+        help="train each run in N processes through accelerate (one per GPU; CPU processes without "
+        "CUDA), their gradients averaged; the runs go one after another",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,10 +71,17 @@ def run(args: argparse.Namespace) -> int:
     from grue_bench.errors import GrueError
     from grue_bench.runner.executor import GridExecutor
     from grue_bench.runner.grid import build_specs, resolve_grid, resolve_seeds
+    from grue_bench.runner.processes import check_launch, launched, relaunch, run_launched
     from grue_bench.store import Store
 
     if args.jobs < 1:
         raise GrueError(f"--jobs must be at least 1, got {args.jobs}", source="--jobs", fix="e.g. --jobs 2")
+    if args.num_processes is not None and args.num_processes < 1:
+        raise GrueError(
+            f"--num-processes must be at least 1, got {args.num_processes}",
+            source="--num-processes",
+            fix="e.g. --num-processes 2",
+        )
     tasks, algs = resolve_grid(args.task, args.alg, args.config, args.overrides)
     specs = build_specs(
         tasks,
@@ -79,11 +92,20 @@ def run(args: argparse.Namespace) -> int:
         args.overrides,
         offline=args.profile is not None,
     )
+    if launched() or (args.num_processes or 1) > 1:
+        check_launch(specs, args.num_processes, args.executor)
+        if not launched():
+            return relaunch(args.argv, args.num_processes)
     started = time.perf_counter()
-    with Store(args.store) as store:
-        report = GridExecutor(store, args.output_dir, force=args.force).run(
-            specs, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address
-        )
+    if launched():  # runs one after another, each across the launch's processes
+        report = run_launched(specs, args.store, args.output_dir, args.force)
+        if report is None:  # not the first process: it records nothing
+            return 0
+    else:
+        with Store(args.store) as store:
+            report = GridExecutor(store, args.output_dir, force=args.force).run(
+                specs, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address
+            )
     elapsed = time.perf_counter() - started
     print(
         f"{len(specs)} run(s): {len(report.finished)} finished, {len(report.skipped)} already done, "
