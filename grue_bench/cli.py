@@ -51,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``grue`` console script; returns the exit status."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # a command that starts itself again (grue run --num-processes) passes it on
     logging.basicConfig(
         level=logging.DEBUG if args.debug else getattr(logging, args.log_level),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

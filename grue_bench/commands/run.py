@@ -65,6 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "trackio, all (the installed ones) or none; sets the config's report_to "
         "(pip install 'grue-bench[trackers]')",
     )
+    parser.add_argument(
+        "--num-processes",
+        type=int,
+        help="train each run in N processes through accelerate (one per GPU; CPU processes without "
+        "CUDA), their gradients averaged; the runs go one after another",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,11 +78,18 @@ def run(args: argparse.Namespace) -> int:
     from grue_bench.errors import GrueError
     from grue_bench.runner.executor import GridExecutor
     from grue_bench.runner.grid import build_specs, resolve_grid, resolve_seeds
+    from grue_bench.runner.processes import check_launch, launched, relaunch, run_launched
     from grue_bench.runner.trackers import check_installed
     from grue_bench.store import Store
 
     if args.jobs < 1:
         raise GrueError(f"--jobs must be at least 1, got {args.jobs}", source="--jobs", fix="e.g. --jobs 2")
+    if args.num_processes is not None and args.num_processes < 1:
+        raise GrueError(
+            f"--num-processes must be at least 1, got {args.num_processes}",
+            source="--num-processes",
+            fix="e.g. --num-processes 2",
+        )
     overrides = [*args.overrides, *([f"report_to={args.report_to}"] if args.report_to is not None else [])]
     tasks, algs = resolve_grid(args.task, args.alg, args.config, overrides)
     specs = build_specs(
@@ -90,11 +103,20 @@ def run(args: argparse.Namespace) -> int:
     )
     for spec in specs:
         check_installed(spec.config.report_to)
+    if launched() or (args.num_processes or 1) > 1:
+        check_launch(specs, args.num_processes, args.executor)
+        if not launched():
+            return relaunch(args.argv, args.num_processes)
     started = time.perf_counter()
-    with Store(args.store) as store:
-        report = GridExecutor(store, args.output_dir, force=args.force).run(
-            specs, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address
-        )
+    if launched():  # runs one after another, each across the launch's processes
+        report = run_launched(specs, args.store, args.output_dir, args.force)
+        if report is None:  # not the first process: it records nothing
+            return 0
+    else:
+        with Store(args.store) as store:
+            report = GridExecutor(store, args.output_dir, force=args.force).run(
+                specs, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address
+            )
     elapsed = time.perf_counter() - started
     print(
         f"{len(specs)} run(s): {len(report.finished)} finished, {len(report.skipped)} already done, "

@@ -125,6 +125,12 @@ class OnPolicyAlgorithm:
         while collected < budget:
             rounds = math.ceil((budget - collected) / (self.n_envs * longest))
             samples = [pool[rng.randrange(len(pool))] for _ in range(rounds * self.n_envs)]
+            log.debug(
+                "iteration %d, process %d: prompts %s",
+                self.iteration + 1,
+                self.accelerator.process_index,
+                " ".join(sample.id for sample in samples),
+            )
             parts.append(self.collector.collect(samples, with_values=self.uses_critic))
             collected += int(parts[-1].tokens.response_mask.sum())
         causal = self.unwrapped.model_type == "causal"

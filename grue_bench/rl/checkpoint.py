@@ -88,7 +88,9 @@ def load_checkpoint(directory: Path, algorithm: Any) -> tuple | None:
     if not (directory / META_FILE).is_file():
         return None
     meta = json.loads((directory / META_FILE).read_text())
-    state = torch.load(directory / STATE_FILE, map_location=algorithm.device, weights_only=True)
+    # on the CPU, then copied into the parameters wherever they are: torch cannot map to the
+    # device "cpu:0" that a process of a CPU launch has
+    state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
     algorithm.unwrapped.load_state_dict(state["policy"])
     algorithm.optimizer.load_state_dict(state["optimizer"])
     if "mask_model" in state:

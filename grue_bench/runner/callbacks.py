@@ -1,13 +1,16 @@
 """What the runner does around the RL loop, as ``Trainer`` callbacks, in this order: resume from
-``checkpoint/``, record each iteration's statistics, evaluate, save a checkpoint (last, so that the
-writer promotes it after the iteration's rows)."""
+``checkpoint/``, give each of a launch's processes its own random streams, record each iteration's
+statistics, evaluate, save a checkpoint (last, so that the writer promotes it after the
+iteration's rows)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import Any
 
+import torch
 from tqdm.auto import tqdm
 
 from grue_bench.rl.checkpoint import discard_staged, load_checkpoint, save_checkpoint, staged_dir
@@ -30,6 +33,36 @@ class Resume(Callback):
         if saved_rng is not None:
             trainer.rng.setstate(saved_rng)
             log.info("%s: resuming after iteration %d", self.label, trainer.iteration)
+
+
+class AcrossProcesses(Callback):
+    """One run trained by several processes (``grue_bench/runner/processes.py``): each process
+    but the first draws its own prompts and samples, its prompt RNG and torch's seeded by the run's
+    seed, its index and the iteration it starts at (a resume restores the first process's); at the
+    end each process logs (DEBUG) a digest of its parameters, the same everywhere when the
+    processes' gradients were averaged."""
+
+    def __init__(self, seed: int, label: str) -> None:
+        self.seed = seed
+        self.label = label
+
+    def on_train_start(self, trainer: Trainer) -> None:
+        rank = trainer.algorithm.accelerator.process_index
+        if rank > 0:
+            seed = self.seed + 1000 * rank + trainer.iteration
+            trainer.rng.seed(seed)
+            torch.manual_seed(seed)
+
+    def on_train_end(self, trainer: Trainer) -> None:
+        digest = hashlib.sha256()
+        for parameter in trainer.algorithm.unwrapped.parameters():
+            digest.update(parameter.detach().float().cpu().numpy().tobytes())
+        log.debug(
+            "%s: process %d ends with parameters %s",
+            self.label,
+            trainer.algorithm.accelerator.process_index,
+            digest.hexdigest()[:16],
+        )
 
 
 class RecordStats(Callback):

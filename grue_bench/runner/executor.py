@@ -163,13 +163,20 @@ class GridExecutor:
     ) -> GridReport:
         """Execute the runs not done and not held by another live process; the runs this grid
         holds are kept alive by a heartbeat while it lives, and let go if it stops early."""
+        with self.holding():
+            return self._run(specs, jobs, executor, ray_address)
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Keep this grid's runs alive by a heartbeat while the block runs; let them go after."""
         with keep_alive(self.store.path):
             try:
-                return self._run(specs, jobs, executor, ray_address)
+                yield
             finally:
                 self.store.release_runs()
 
-    def _run(self, specs: Sequence[RunSpec], jobs: int, executor: str, ray_address: str | None) -> GridReport:
+    def claim(self, specs: Sequence[RunSpec]) -> list[RunSpec]:
+        """The runs this grid executes: those not done and not held by another live process."""
         todo = [spec for spec in specs if self._start(spec)]
         if self.report.skipped:
             log.info("skipping %d finished run(s); use --force to run them again", len(self.report.skipped))
@@ -179,18 +186,22 @@ class GridExecutor:
                 len(self.report.elsewhere),
                 ", ".join(f"{label} ({holder})" for label, holder in self.report.elsewhere.items()),
             )
+        return todo
+
+    def _run(self, specs: Sequence[RunSpec], jobs: int, executor: str, ray_address: str | None) -> GridReport:
+        todo = self.claim(specs)
         if not todo:
             return self.report
         with tqdm(total=len(todo), desc="grid", unit="run") as bar:
             if executor == "ray":
-                self._run_ray(self._set_up(todo, prepare_here(todo), bar), bar, ray_address)
+                self._run_ray(self.set_up(todo, prepare_here(todo), bar), bar, ray_address)
             elif jobs > 1:
                 self._run_processes(todo, bar, jobs)
             else:
                 self._run_here(todo, bar)
         return self.report
 
-    def _set_up(self, todo: Sequence[RunSpec], errors: dict[str, str], bar) -> list[RunSpec]:
+    def set_up(self, todo: Sequence[RunSpec], errors: dict[str, str], bar) -> list[RunSpec]:
         """The runs whose assets are ready; the runs of a group whose assets failed (a hub model
         offline, ...) are recorded failed with its error, never left queued."""
         ready = []
@@ -205,9 +216,15 @@ class GridExecutor:
 
     def _run_here(self, todo: Sequence[RunSpec], bar) -> None:
         for spec in todo:
-            recorder = StoreRecorder(self.store, self.run_ids[spec.label])
-            self._record(*_guarded(spec, recorder, self.output_root))
+            self.execute_here(spec)
             bar.update(1)
+
+    def execute_here(self, spec: RunSpec) -> bool:
+        """Execute a claimed run in this process, recording into the store; False if it failed."""
+        recorder = StoreRecorder(self.store, self.run_ids[spec.label])
+        label, outcome, error = _guarded(spec, recorder, self.output_root)
+        self._record(label, outcome, error)
+        return outcome is not None
 
     def _apply(self, message: tuple) -> None:
         label, method, args = message
@@ -230,7 +247,7 @@ class GridExecutor:
         while pending:
             with ProcessPoolExecutor(jobs, context, initializer=_init_worker, initargs=init) as pool:
                 if not prepared:
-                    pending = self._set_up(pending, prepare_in(pool, todo), bar)
+                    pending = self.set_up(pending, prepare_in(pool, todo), bar)
                     prepared = True
                 lost = self._drain(pool, pending, messages, bar)
             pending = []

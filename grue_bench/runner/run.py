@@ -25,7 +25,14 @@ from grue_bench.paths import run_dir
 from grue_bench.rl.checkpoint import CHECKPOINT, discard_staged
 from grue_bench.rl.trainer import Trainer
 from grue_bench.runner.assemble import assemble, build_reward, make_rl_algorithm, supervised_fit
-from grue_bench.runner.callbacks import CheckpointEvery, Evaluations, RecordStats, Resume, final_evaluation
+from grue_bench.runner.callbacks import (
+    AcrossProcesses,
+    CheckpointEvery,
+    Evaluations,
+    RecordStats,
+    Resume,
+    final_evaluation,
+)
 from grue_bench.runner.evaluate import Evaluator, append_jsonl
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.model_card import TrainedRun, write_model_card
@@ -54,9 +61,15 @@ def spec_dir(root: Path, spec: RunSpec) -> Path:
     return run_dir(root, spec.task, spec.alg, spec.seed, spec.config_hash)
 
 
-def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int = 0) -> RunOutcome:
+def execute(
+    spec: RunSpec, recorder: Recorder | None, output_root: Path, position: int = 0
+) -> RunOutcome | None:
     """Run ``spec`` (resuming from its checkpoint if one exists) and return its final results; every
-    metric row also goes to the experiment trackers of its ``report_to``, the final ones included."""
+    metric row also goes to the experiment trackers of its ``report_to``, the final ones included.
+    ``recorder`` None: this process only trains, one of a launch's processes other than the first,
+    which records, evaluates and saves (``grue_bench/runner/processes.py``); returns None then."""
+    if recorder is None:
+        return _execute(spec, None, output_root, position)
     with Trackers.open(spec, spec_dir(output_root, spec)) as trackers:
         outcome = _execute(spec, TrackingRecorder(recorder, trackers), output_root, position)
         for split, values in outcome.final_metrics.items():
@@ -64,22 +77,26 @@ def execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int 
     return outcome
 
 
-def _execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int) -> RunOutcome:
-    recorder.begin()
+def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, position: int) -> RunOutcome | None:
+    lead = recorder is not None
+    if lead:
+        recorder.begin()
     started = time.perf_counter()
     config = spec.config
     out = spec_dir(output_root, spec)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(config.to_yaml())
+    if lead:
+        (out / "config.yaml").write_text(config.to_yaml())
     run = assemble(config, spec.seed)
     lm, tokenizer, model_type = run.base.model, run.base.tokenizer, run.base.model_type
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     evaluate = Evaluator(config, tokenizer, model_type, run.pools, out, device)
     checkpoint_dir = out / CHECKPOINT
     resuming = (checkpoint_dir / "meta.json").is_file()
-    discard_staged(out)
+    if lead:
+        discard_staged(out)
     lm.to(device)
-    if not resuming:
+    if lead and not resuming:
         table, _ = evaluate(lm, "test", BEFORE_TRAINING)
         recorder.metrics(BEFORE_TRAINING, "test", table)
 
@@ -98,14 +115,20 @@ def _execute(spec: RunSpec, recorder: Recorder, output_root: Path, position: int
     algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed)
     every_eval = config.train_evaluation.eval_every
     evaluations = Evaluations(evaluate, recorder, every_eval)
-    callbacks = [
-        *([Resume(checkpoint_dir, spec.label)] if resuming else []),
+    recording = [
         RecordStats(recorder, out, spec.label, position),
         evaluations,
         CheckpointEvery(recorder, out, config.train_evaluation.save_every or every_eval),
     ]
+    callbacks = [
+        *([Resume(checkpoint_dir, spec.label)] if resuming else []),
+        *([AcrossProcesses(spec.seed, spec.label)] if algorithm.accelerator.num_processes > 1 else []),
+        *(recording if lead else []),
+    ]
     trainer = Trainer(algorithm, run.pools["train"], random.Random(spec.seed), callbacks)
     lm = trainer.fit(config.train_evaluation.n_iters)
+    if not lead:
+        return None
     final, generations = evaluations.final, evaluations.generations
     return _finish(spec, evaluate, lm, trainer.iteration, final, generations, run.base.name, started)
 

@@ -6,31 +6,17 @@ accelerate is a dependency: the launcher runs as a module of the interpreter und
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from grue_bench.runner.processes import launch_command
 
 
 def test_two_ranks_have_identical_parameters_after_an_update(tmp_path):
     script = Path(__file__).with_name("ddp_update.py")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_USE_CPU": "1"}
-    command = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        str(script),
-        str(tmp_path),
-    ]
+    command = launch_command([str(script), str(tmp_path)], 2)
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(2)]
