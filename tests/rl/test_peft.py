@@ -12,24 +12,30 @@ from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
+from grue_bench.rl.a2c import A2C
 from grue_bench.rl.adapters import add_adapter, is_adapted, merged
 from grue_bench.rl.checkpoint import load_checkpoint, save_checkpoint
 from grue_bench.rl.grpo import GRPO
 from grue_bench.rl.hparams import (
+    A2CArgs,
     GRPOArgs,
     MaskablePolicyArgs,
     NLPOArgs,
     PeftSettings,
     PolicyArgs,
     PPOArgs,
+    RLOOArgs,
     SupervisedArgs,
+    TRPOArgs,
 )
 from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.nlpo import NLPO
 from grue_bench.rl.policy import ActorCritic, response_logits_and_hidden
 from grue_bench.rl.ppo import PPO
+from grue_bench.rl.rloo import RLOO
 from grue_bench.rl.rollout import GenerationSettings
 from grue_bench.rl.supervised import Supervised
+from grue_bench.rl.trpo import TRPO
 from grue_bench.schema import problems_from
 
 from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
@@ -42,6 +48,9 @@ ARGS = {
     PPO: PPOArgs(n_steps=16, batch_size=8, n_epochs=2, learning_rate=1e-2),
     NLPO: NLPOArgs(n_steps=16, batch_size=8, n_epochs=2, learning_rate=1e-2),
     GRPO: GRPOArgs(n_steps=8, batch_size=8, group_size=2, learning_rate=1e-2),
+    RLOO: RLOOArgs(n_steps=8, batch_size=8, group_size=2, learning_rate=1e-2),
+    A2C: A2CArgs(n_steps=16, learning_rate=1e-2),
+    TRPO: TRPOArgs(n_steps=16, batch_size=8, learning_rate=1e-2, n_critic_updates=2),
 }
 
 
@@ -80,13 +89,15 @@ def _is_trained_part(name: str) -> bool:
 
 
 @pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
-@pytest.mark.parametrize("cls", [PPO, NLPO, GRPO])
+@pytest.mark.parametrize("cls", list(ARGS))
 def test_an_update_moves_the_adapter_and_value_head_only(cls, model_type):
     algorithm = _algorithm(cls, model_type)
     policy = algorithm.unwrapped
     before = _snapshot(policy)
-    trained = {id(p) for group in algorithm.optimizer.param_groups for p in group["params"]}
-    assert trained == {id(p) for name, p in policy.named_parameters() if _is_trained_part(name)}
+    trainable = {id(p) for p in policy.parameters() if p.requires_grad}
+    assert trainable == {id(p) for name, p in policy.named_parameters() if _is_trained_part(name)}
+    optimized = {id(p) for group in algorithm.optimizer.param_groups for p in group["params"]}
+    assert optimized == trainable or (cls is TRPO and optimized < trainable)  # TRPO's: the critic
     algorithm.step(POOL, random.Random(0))
     changed = _changed(before, policy)
     assert changed and all(_is_trained_part(name) for name in changed)  # base bit-identical
