@@ -1,6 +1,7 @@
 """Speed and memory of one RL fine-tuning loop, as one JSON line (run by hand, not a test).
 
     python benchmarks/bench_rl.py --alg ppo --profile tiny --batch-size 16 --new-tokens 32 --iters 10
+    python benchmarks/bench_rl.py --alg ppo --profile small --lora-r 8 --iters 4
     python benchmarks/bench_rl.py --alg ppo --model DIR --tokenizer DIR --prompts prompts.txt \\
         --reward my_module:my_reward --batch-size 16 --new-tokens 32 --ppo-epochs 4 --minibatches 1
 
@@ -12,7 +13,9 @@ generate()) and e2e_tokens_per_s (per second of whole iterations), both after th
 iteration, update_s_median, peak_rss_mb, reward_first and reward_last (mean reward of the
 first and last fifth of the iterations); and where an iteration's time goes:
 generation_s_median (inside the sampler), rollout_s_median (generation + the reference's
-scoring pass + reward + credit) and update_s_median.
+scoring pass + reward + credit) and update_s_median. ``--lora-r R`` trains a LoRA adapter of rank
+R (alpha 2R, peft's default target modules) instead of every weight, as ``alg.policy.args.peft``
+does; ``trainable_params`` says how many parameters the optimizer holds.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0: none)")
     parser.add_argument("--group-size", type=int, default=4, help="GRPO/RLOO: responses per prompt")
     parser.add_argument(
         "--compile",
@@ -111,7 +115,8 @@ def main() -> None:
     from grue_bench.data import Sample
     from grue_bench.registry import import_object
     from grue_bench.rewards.synthetic import IncreasingNumbers
-    from grue_bench.rl.hparams import MaskablePolicyArgs
+    from grue_bench.rl.adapters import add_adapter
+    from grue_bench.rl.hparams import MaskablePolicyArgs, PeftSettings
     from grue_bench.rl.policy import ActorCritic
     from grue_bench.rl.rollout import GenerationSettings
     from grue_bench.runner.assemble import set_seed
@@ -160,6 +165,9 @@ def main() -> None:
         generation_kwargs={"do_sample": True, "top_k": 0, "min_new_tokens": args.new_tokens},
         compile_sampler=args.compile,
     )
+    if args.lora_r:
+        lora = PeftSettings(r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0)
+        lm = add_adapter(lm, "causal", lora, key="--lora-r")
     algorithm_cls = import_object(hparams.implementation)
     extra = {"mask_args": MaskablePolicyArgs(min_tokens_to_keep=10)} if args.alg == "nlpo" else {}
     algorithm = algorithm_cls(
@@ -176,6 +184,7 @@ def main() -> None:
     timing = Timing(args.torch_profile)
     Trainer(algorithm, pool, random.Random(args.seed), [timing]).fit(args.iters)
     seconds, stats = timing.seconds, timing.stats
+    trained = [p for p in algorithm.unwrapped.parameters() if p.requires_grad]
     updates = [s["time/update_s"] for s in stats]
     generation = [s["time/generation_s"] for s in stats]
     rollouts = [s["time/rollout_s"] for s in stats]
@@ -188,7 +197,9 @@ def main() -> None:
             {
                 "alg": args.alg,
                 "model": str(args.model or args.profile),
-                "params": lm.num_parameters(),
+                "params": sum(p.numel() for p in lm.parameters()),
+                "lora_r": args.lora_r,
+                "trainable_params": sum(p.numel() for p in trained),
                 "batch_size": args.batch_size,
                 "new_tokens": args.new_tokens,
                 "iters": args.iters,

@@ -33,7 +33,7 @@ from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.hparams import AlgArgs
 from grue_bench.rl.kl import make_kl_controller
 from grue_bench.rl.masking import ActionMasker
-from grue_bench.rl.policy import ActorCritic, frozen_copy
+from grue_bench.rl.policy import ActorCritic, reference_model
 from grue_bench.rl.rollout import GenerationSettings, RolloutCollector
 
 log = logging.getLogger(__name__)
@@ -92,8 +92,9 @@ class OnPolicyAlgorithm:
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
         self.device = self.accelerator.device
         # beta 0 stays 0 under either controller: then no reference model is kept or run (TRL's
-        # GRPO default), and the KL to it, not measured, is not reported
-        self.ref_lm = frozen_copy(policy.lm).to(self.device) if kl_coeff > 0 else None
+        # GRPO default), and the KL to it, not measured, is not reported; with an adapter, the
+        # reference is the policy's LM with the adapter disabled
+        self.ref_lm = reference_model(policy.lm).to(self.device) if kl_coeff > 0 else None
         self.optimizer = self.make_optimizer(policy)
         self.policy, self.optimizer = self.accelerator.prepare(policy, self.optimizer)
         self.kl = make_kl_controller(kl_coeff, target_kl, kl_rate)
@@ -115,7 +116,8 @@ class OnPolicyAlgorithm:
         return self.accelerator.unwrap_model(self.policy)
 
     def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
-        return adamw(policy.parameters(), self.args.learning_rate)
+        """AdamW over what trains (with an adapter: its weights and the value head)."""
+        return adamw([p for p in policy.parameters() if p.requires_grad], self.args.learning_rate)
 
     def collect(self, pool: Sequence[Sample], rng: random.Random) -> Episodes:
         """Episodes enough for ``n_envs x n_steps`` transitions: prompts drawn with replacement,

@@ -5,7 +5,8 @@ learning rate: there is no schedule to save), the KL coefficient, the iteration,
 prompts are drawn in (the run's data RNG), the update's minibatch order and the Python, NumPy
 and torch (CPU and CUDA) random states that sampling and evaluation draw from. A run resumed
 from a checkpoint repeats, bit for bit on CPU, what the uninterrupted run did after it. Files
-are this tool's own, loaded with ``weights_only=True``.
+are this tool's own, loaded with ``weights_only=True``. Frozen weights (an adapter's base) are
+left out: the resumed run has them from the base model it starts from.
 
 A run saves a checkpoint as *staged* (``checkpoint-<iteration>.staged``); the results store's
 writer promotes it to ``checkpoint`` once it has stored every row the run sent before it. A
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy
 import torch
+
+from grue_bench.rl.policy import frozen_names, load_trained_state, trained_state
 
 STATE_FILE = "state.pt"
 META_FILE = "meta.json"
@@ -60,8 +63,9 @@ def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    policy = algorithm.unwrapped
     state = {
-        "policy": algorithm.unwrapped.state_dict(),
+        "policy": trained_state(policy, frozen_names(policy)),
         "optimizer": algorithm.optimizer.state_dict(),
         "shuffle_rng": algorithm.shuffle_rng.get_state(),
         "torch_rng": torch.get_rng_state(),
@@ -69,7 +73,7 @@ def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:
     }
     masker = getattr(algorithm, "masker", None)
     if masker is not None:
-        state["mask_model"] = masker.model.state_dict()
+        state["mask_model"] = trained_state(masker.model, frozen_names(policy.lm))
     torch.save(state, tmp / STATE_FILE)
     meta = {
         "iteration": algorithm.iteration,
@@ -91,10 +95,11 @@ def load_checkpoint(directory: Path, algorithm: Any) -> tuple | None:
     # on the CPU, then copied into the parameters wherever they are: torch cannot map to the
     # device "cpu:0" that a process of a CPU launch has
     state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
-    algorithm.unwrapped.load_state_dict(state["policy"])
+    policy = algorithm.unwrapped
+    load_trained_state(policy, state["policy"], frozen_names(policy))
     algorithm.optimizer.load_state_dict(state["optimizer"])
     if "mask_model" in state:
-        algorithm.masker.model.load_state_dict(state["mask_model"])
+        load_trained_state(algorithm.masker.model, state["mask_model"], frozen_names(policy.lm))
     algorithm.iteration = meta["iteration"]
     algorithm.kl.value = meta["kl_coef"]
     algorithm.shuffle_rng.set_state(state["shuffle_rng"])

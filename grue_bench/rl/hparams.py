@@ -7,9 +7,23 @@ load unchanged. Each algorithm's model names the class that implements it in ``i
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import typing
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    PydanticSchemaGenerationError,
+    TypeAdapter,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from grue_bench.schema import Strict
 
@@ -183,6 +197,87 @@ class TRPOArgs(AlgArgs):
     """Use every k-th sample for the Fisher-vector products."""
 
 
+PEFT_KEYS_SET_HERE = {
+    "task_type": "it follows the model type (CAUSAL_LM or SEQ_2_SEQ_LM)",
+    "base_model_name_or_path": "it is the run's base model",
+    "revision": "it is the run's base model",
+    "inference_mode": "the adapter trains",
+    "auto_mapping": "peft sets it",
+    "peft_version": "peft sets it",
+}
+"""Arguments of a peft config that GRUE Bench sets itself, and why."""
+
+
+class PeftSettings(Strict):
+    """A PEFT adapter: its method and that method's own config arguments (LoRA's ``r``,
+    ``lora_alpha``, ``lora_dropout``, ``target_modules``, ...), checked against the installed
+    ``peft``. Only the adapter trains (with the value head); the base weights stay frozen."""
+
+    model_config = ConfigDict(extra="allow")
+
+    peft_type: str = "LORA"
+    """The method, as ``peft`` names it (LORA, IA3, LOHA, LOKR, ...): the other keys are the
+    arguments of its config class (LoraConfig for LORA)."""
+    merge: bool = False
+    """GRUE Bench's key: write the final ``model/`` with the adapter merged into the base
+    weights (a plain transformers model) instead of the adapter alone (a peft folder)."""
+
+    @model_validator(mode="after")
+    def _peft_arguments(self) -> PeftSettings:
+        config_class = peft_config_class(self.peft_type)
+        kwargs = self.config_kwargs()
+        for key, why in PEFT_KEYS_SET_HERE.items():
+            if key in kwargs:
+                raise ValueError(f"'{key}' is set by GRUE Bench ({why}): remove it")
+        hints = typing.get_type_hints(config_class)
+        names = [field.name for field in dataclasses.fields(config_class)]
+        create_model(  # type: ignore[call-overload]
+            f"{config_class.__name__}Args",
+            __config__=ConfigDict(extra="forbid"),
+            **{name: (_checkable(hints.get(name)), None) for name in names if name not in PEFT_KEYS_SET_HERE},
+        ).model_validate(kwargs)  # an unknown key or a wrong type fails here, under its key path
+        try:
+            config_class(**kwargs)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{config_class.__name__} refuses these arguments: {exc}") from None
+        return self
+
+    def config_kwargs(self) -> dict[str, Any]:
+        """The arguments of the method's peft config class (GRUE Bench's own keys left out)."""
+        return dict(self.model_extra or {})
+
+
+def _checkable(hint: Any) -> Any:
+    """A peft field's annotation if pydantic can check values against it, else ``Any``."""
+    try:
+        TypeAdapter(hint)
+    except (PydanticSchemaGenerationError, TypeError):
+        return Any
+    return hint
+
+
+def peft_config_class(peft_type: str) -> type:
+    """peft's config class of ``peft_type``; prompt-learning methods are refused (their virtual
+    tokens change the sequences that the sampler and the scoring pass line up)."""
+    # peft imports torch and transformers: only a config that asks for an adapter pays for it
+    from peft.config import PromptLearningConfig
+    from peft.mapping import PEFT_TYPE_TO_CONFIG_MAPPING
+
+    classes = {str(getattr(key, "value", key)): value for key, value in PEFT_TYPE_TO_CONFIG_MAPPING.items()}
+    if peft_type not in classes:
+        known = sorted(classes)
+        close = difflib.get_close_matches(peft_type, known, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ValueError(f"unknown peft_type '{peft_type}': {hint}peft knows {', '.join(known)}")
+    config_class = classes[peft_type]
+    if issubclass(config_class, PromptLearningConfig):
+        raise ValueError(
+            f"peft_type '{peft_type}' is a prompt-learning method (virtual tokens), which GRUE "
+            "Bench does not support: use an adapter method such as LORA"
+        )
+    return config_class
+
+
 class SupervisedArgs(Strict):
     """Teacher-forced cross-entropy on the references (RL4LMs's ``training_args``)."""
 
@@ -203,6 +298,9 @@ class SupervisedArgs(Strict):
     save_total_limit: PositiveInt | None = None
     """At most this many checkpoints kept: a run keeps one (its final ``model/``; a warm start its
     ``warm_start/``), so every limit holds."""
+    peft: PeftSettings | None = None
+    """Fit a PEFT adapter (LoRA by default) instead of every weight (``alg.training_args.peft``).
+    A warm start's adapter is merged into the weights that RL starts from."""
 
 
 class PolicyArgs(Strict):
@@ -235,6 +333,10 @@ class PolicyArgs(Strict):
 
     critic: Literal["shared", "separate"] = "shared"
     """Value head on the policy's trunk (one LM copy less) or a separate critic model."""
+    peft: PeftSettings | None = None
+    """Train a PEFT adapter (LoRA by default) instead of every weight: the KL's reference is the
+    base with the adapter disabled, and the final ``model/`` holds the adapter (``merge``: the
+    merged weights)."""
     compile_sampler: bool = False
     """Compile the rollout sampler's decode step with ``torch.compile`` over a static KV cache
     (causal LMs): about twice as fast per step on the benchmark's model, after a one-off

@@ -4,6 +4,10 @@ A masking model, a copy of the policy refreshed every ``target_update_iterations
 its top-p tokens (at least ``min_tokens_to_keep``). The policy samples from its own
 distribution restricted to that set, and the same restriction enters the probability ratio,
 so the update below is PPO's, unchanged, on masked distributions.
+
+With an adapter (``alg.policy.args.peft``) the copy is of the adapter alone, on the policy's own
+frozen base weights: RL4LMs's masking model (the policy as it was at the last refresh) for the
+memory of an adapter.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 
 from grue_bench.rl.hparams import MaskablePolicyArgs, NLPOArgs
 from grue_bench.rl.masking import ActionMasker
-from grue_bench.rl.policy import ActorCritic, frozen_copy
+from grue_bench.rl.policy import ActorCritic, frozen_copy, frozen_names, load_trained_state, trained_state
 from grue_bench.rl.ppo import PPO
 
 
@@ -38,5 +42,7 @@ class NLPO(PPO):
             self.refresh_mask_model()
 
     def refresh_mask_model(self) -> None:
-        """Copy the policy's current weights into the masking model, in place (the sampler holds it)."""
-        self.masker.model.load_state_dict(self.unwrapped.lm.state_dict())
+        """Copy the policy's current weights into the masking model, in place (the sampler
+        holds it); with an adapter, the adapter's only (the two share the frozen base)."""
+        frozen = frozen_names(self.unwrapped.lm)
+        load_trained_state(self.masker.model, trained_state(self.unwrapped.lm, frozen), frozen)

@@ -14,6 +14,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from grue_bench.rl.adapters import is_adapted
 from grue_bench.rl.batch import TokenBatch
 from grue_bench.rl.logprobs import logprobs_and_entropy, token_logprobs
 
@@ -157,7 +158,7 @@ class ActorCritic(nn.Module):
         super().__init__()
         self.lm = lm
         self.model_type = model_type
-        self.critic_lm = copy.deepcopy(lm) if critic == "separate" else None
+        self.critic_lm = shared_base_copy(lm) if critic == "separate" else None
         hidden = lm.config.hidden_size if hasattr(lm.config, "hidden_size") else lm.config.d_model
         self.value_head = nn.Linear(hidden, 1)
         nn.init.zeros_(self.value_head.weight)
@@ -207,9 +208,47 @@ class ActorCritic(nn.Module):
         return params
 
 
+def shared_base_copy(lm: nn.Module) -> nn.Module:
+    """A deep copy of ``lm`` whose frozen parameters (an adapter's base weights) are the
+    original's own tensors: only what trains is duplicated."""
+    frozen = {id(param): param for param in lm.parameters() if not param.requires_grad}
+    return copy.deepcopy(lm, memo=frozen)
+
+
 def frozen_copy(lm: nn.Module) -> nn.Module:
-    """A frozen copy of ``lm`` in eval mode (the reference model, or NLPO's masking model)."""
-    ref = copy.deepcopy(lm)
+    """A frozen copy of ``lm`` in eval mode (NLPO's masking model; the reference model of an
+    LM without adapter), sharing ``lm``'s frozen base weights if it has an adapter."""
+    ref = shared_base_copy(lm)
     ref.eval()
     ref.requires_grad_(False)
     return ref
+
+
+def reference_model(lm: nn.Module) -> nn.Module:
+    """The KL's reference model: ``lm`` itself when it has an adapter (run it under
+    ``adapters.without_adapters``: its base, with no second copy of the weights), else a
+    frozen copy of ``lm``."""
+    return lm if is_adapted(lm) else frozen_copy(lm)
+
+
+def frozen_names(module: nn.Module) -> set[str]:
+    """State-dict names of ``module``'s frozen parameters (an adapter's base weights, tied
+    names included): training never changes them, so neither a checkpoint nor NLPO's refresh
+    of its masking model copies them."""
+    named = module.named_parameters(remove_duplicate=False)
+    return {name for name, param in named if not param.requires_grad}
+
+
+def trained_state(module: nn.Module, frozen: set[str]) -> dict[str, torch.Tensor]:
+    """``module``'s state dict without the ``frozen`` names."""
+    return {name: value for name, value in module.state_dict().items() if name not in frozen}
+
+
+def load_trained_state(module: nn.Module, state: dict[str, torch.Tensor], frozen: set[str]) -> None:
+    """Load a ``trained_state`` into ``module``: every name but the ``frozen`` ones is required."""
+    missing, unexpected = module.load_state_dict(state, strict=False)
+    if unexpected or set(missing) - frozen:
+        raise RuntimeError(
+            f"the state does not fit the model: missing {sorted(set(missing) - frozen)}, "
+            f"unexpected {sorted(unexpected)}"
+        )

@@ -19,6 +19,7 @@ import torch
 
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
+from grue_bench.rl.adapters import without_adapters
 from grue_bench.rl.batch import TokenBatch
 from grue_bench.rl.compiled import CompiledDecoder
 from grue_bench.rl.episodes import Episodes
@@ -229,7 +230,8 @@ class RolloutCollector:
 
     policy: ActorCritic
     ref_lm: torch.nn.Module | None
-    """The frozen reference; None when the KL coefficient is 0 (the KL terms then vanish)."""
+    """The frozen reference (an adapted policy's own LM, run with its adapters disabled); None
+    when the KL coefficient is 0 (the KL terms then vanish)."""
     tokenizer: Any
     reward_fn: Any
     settings: GenerationSettings
@@ -332,7 +334,7 @@ class RolloutCollector:
         computed under inference mode (cheaper than no_grad) and copied out of it for the loss."""
         if self.ref_lm is None:
             return logprobs
-        with torch.inference_mode():
+        with torch.inference_mode(), without_adapters(self.ref_lm):
             logits, _ = response_logits_and_hidden(self.ref_lm, tokens, self.policy.model_type, False)
             ref_logprobs = token_logprobs(logits, tokens.response_ids)
         return ref_logprobs.clone()

@@ -86,7 +86,8 @@ class Supervised:
         self.max_target_length = max_target_length
         self.truncation_side = truncation_side
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
-        optimizer = torch.optim.AdamW(lm.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
+        trained = [p for p in lm.parameters() if p.requires_grad]  # with an adapter, its weights
+        optimizer = torch.optim.AdamW(trained, lr=args.learning_rate, weight_decay=args.weight_decay)
         self.lm, self.optimizer = self.accelerator.prepare(lm, optimizer)
 
     def _batches(self, samples: Sequence[Sample], shuffle: bool, seed: int) -> list[dict[str, torch.Tensor]]:

@@ -27,7 +27,8 @@ from grue_bench.data import Sample, TextGenPool
 from grue_bench.datapools import TaskPool, task_corpus
 from grue_bench.models import BaseLM, load_base_lm
 from grue_bench.registry import import_object
-from grue_bench.rl.hparams import SupervisedArgs
+from grue_bench.rl.adapters import add_adapter, merged
+from grue_bench.rl.hparams import PeftSettings, SupervisedArgs
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.supervised import Supervised
 from grue_bench.rl.trainer import Callback, Trainer
@@ -139,6 +140,8 @@ def make_rl_algorithm(
     hparams_cls = plugins.ALGORITHMS.get(config.alg.id)
     hparams = hparams_cls.model_validate(config.alg.args)
     policy_args = plugins.POLICIES.get(config.alg.policy.id).model_validate(config.alg.policy.args)
+    if policy_args.peft is not None:
+        lm = add_adapter(lm, model_type, policy_args.peft, key="alg.policy.args.peft")
     policy = ActorCritic(lm, model_type, critic=policy_args.critic)
     kl = config.alg.kl_div
     extra = {"mask_args": policy_args} if hparams_cls.masked_sampling else {}
@@ -185,14 +188,12 @@ def supervised_fit(
     on_log=None,
 ):
     """Fit ``lm`` to the references of ``samples`` (the train split); returns (model, losses,
-    optimizer steps). ``on_log(step, loss, model)`` is called every ``logging_steps`` optimizer steps."""
-    settings = {}
-    if config.task is not None:
-        profile = plugins.TASKS.get(config.task).profiles.get(config.profile, {})
-        settings = profile.get("algs", {}).get("supervised", {}).get("training_args", {})
-    if config.alg.id == "supervised":
-        settings = {**config.alg.args, **(config.alg.training_args or {})}
-    args = SupervisedArgs.model_validate(settings)
+    optimizer steps). ``on_log(step, loss, model)`` is called every ``logging_steps`` optimizer
+    steps. With ``peft`` settings an adapter is fitted: a supervised run's model is the adapted
+    LM, a warm start's the adapter merged into its base (what RL starts from, and its reference)."""
+    args = supervised_args(config)
+    if args.peft is not None:
+        lm = add_adapter(lm, model_type, args.peft, key="alg.training_args.peft")
     env = config.env.args
     trainer = Supervised(
         lm,
@@ -206,7 +207,27 @@ def supervised_fit(
     )
     report = None if on_log is None else (lambda step, loss: on_log(step, loss, trainer.model))
     losses = trainer.fit(list(samples), seed=seed, on_log=report)
-    return trainer.model, losses, trainer.optimizer_steps
+    model = trainer.model if config.alg.id == "supervised" else merged(trainer.model)
+    return model, losses, trainer.optimizer_steps
+
+
+def supervised_args(config: RunConfig) -> SupervisedArgs:
+    """The supervised stage's arguments: a supervised run's ``alg.args`` and
+    ``alg.training_args``, a warm start's those of its task profile."""
+    settings = {}
+    if config.task is not None:
+        profile = plugins.TASKS.get(config.task).profiles.get(config.profile, {})
+        settings = profile.get("algs", {}).get("supervised", {}).get("training_args", {})
+    if config.alg.id == "supervised":
+        settings = {**config.alg.args, **(config.alg.training_args or {})}
+    return SupervisedArgs.model_validate(settings)
+
+
+def final_peft(config: RunConfig) -> PeftSettings | None:
+    """The adapter settings of the run's last stage (RL's, or a supervised run's), if any."""
+    if config.alg.id == "supervised":
+        return supervised_args(config).peft
+    return plugins.POLICIES.get(config.alg.policy.id).model_validate(config.alg.policy.args).peft
 
 
 def train(

@@ -5,7 +5,8 @@ checkpoint.
 
 Artifacts on disk, as RL4LMs writes them: ``config.yaml``, ``rollout_info.jsonl``,
 ``training_info.jsonl``, ``validation_metrics.jsonl``, ``test_metrics.jsonl``, predictions per
-evaluation (``predictions/<split>_<iteration>.json``), ``checkpoint/`` and ``model/``.
+evaluation (``predictions/<split>_<iteration>.json``), ``checkpoint/`` and ``model/`` (with a
+PEFT adapter, peft's adapter folder; with ``peft.merge``, the merged weights).
 """
 
 from __future__ import annotations
@@ -22,9 +23,16 @@ import torch
 
 from grue_bench.models import load_base_lm
 from grue_bench.paths import run_dir
+from grue_bench.rl.adapters import merged
 from grue_bench.rl.checkpoint import CHECKPOINT, discard_staged
 from grue_bench.rl.trainer import Trainer
-from grue_bench.runner.assemble import assemble, build_reward, make_rl_algorithm, supervised_fit
+from grue_bench.runner.assemble import (
+    assemble,
+    build_reward,
+    final_peft,
+    make_rl_algorithm,
+    supervised_fit,
+)
 from grue_bench.runner.callbacks import (
     AcrossProcesses,
     CheckpointEvery,
@@ -178,8 +186,10 @@ def _finish(
     model_name: str,
     started: float,
 ) -> RunOutcome:
-    """The final model on disk, with its card; the run's results for the writer."""
-    lm.save_pretrained(evaluate.out / "model")
+    """The final model on disk (an adapter alone, as peft saves it, unless ``peft.merge``) with its
+    card; the run's results for the writer."""
+    peft = final_peft(evaluate.config)
+    (merged(lm) if peft is not None and peft.merge else lm).save_pretrained(evaluate.out / "model")
     evaluate.tokenizer.save_pretrained(evaluate.out / "model")
     trained = TrainedRun(spec.task, spec.alg, spec.seed, model_name, spec.config, final["test"])
     write_model_card(evaluate.out / "model", trained)
