@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -213,7 +214,7 @@ def open_database(path: Path, *, busy_timeout_s: float) -> Database:
     conn = sqlite3.connect(path, timeout=busy_timeout_s)
     try:
         db = Database(conn)
-        db.enable_wal()
+        _enable_wal(db, busy_timeout_s)
         _open_schema(db, path)  # foreign keys still off (SQLite's default): a migration may rebuild a table
         db.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as error:
@@ -223,6 +224,20 @@ def open_database(path: Path, *, busy_timeout_s: float) -> Database:
         conn.close()
         raise
     return db
+
+
+def _enable_wal(db: Database, busy_timeout_s: float) -> None:
+    """WAL mode, waiting up to the busy timeout: switching the journal mode does not wait for a
+    lock as other statements do, and fails at once while another process creates the store."""
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            db.enable_wal()
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 @contextmanager

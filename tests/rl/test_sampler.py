@@ -1,6 +1,8 @@
 """The rollout sampler: the same tokens as generate() where both are deterministic, the same
 distribution as generate()'s warpers, minimum lengths and EOS handled like generate()."""
 
+import contextlib
+
 import pytest
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper
@@ -170,7 +172,7 @@ def test_sampler_log_probs_and_values_equal_a_scoring_pass_over_the_sampled_sequ
 
 
 @pytest.mark.usefixtures("fresh_dynamo")
-def test_compiled_decoding_samples_what_the_eager_loop_samples_for_any_prompt_width(monkeypatch):
+def test_compiled_decoding_samples_what_the_eager_loop_samples_for_any_prompt_width():
     """One compiled graph (a static cache sized for the longest prompt) serves batches of any
     prompt width, and sees the weights as they are after an update: the same tokens, log-probs
     and hidden states as the uncompiled loop."""
@@ -179,23 +181,25 @@ def test_compiled_decoding_samples_what_the_eager_loop_samples_for_any_prompt_wi
     tokenizer, lm = _models("causal")
     compiled = CompiledDecoder(lm, capacity=8 + 6)
     kwargs = {"do_sample": True, "top_k": 0, "temperature": 1.5}
-    for round_, prompts in enumerate([PROMPTS * 2, ["1 2 3 4 5 6 7 8", "the cat", "9", "4 5", "a", "7"]]):
-        ids, mask = encode_prompts(tokenizer, prompts, _settings(), "causal", "cpu")
-        outs = []
-        for decoder in (None, compiled):
-            torch.manual_seed(3)
-            outs.append(
-                sample(lm, "causal", ids, mask, kwargs, 6, [1], 0, with_hidden=True, compiled=decoder)
-            )
-        eager, ours = outs
-        assert torch.equal(ours.tokens, eager.tokens)
-        assert torch.allclose(ours.logprobs, eager.logprobs, atol=1e-5)
-        assert torch.allclose(ours.hidden, eager.hidden, atol=1e-5)
-        if round_ == 0:  # compiled once, on the first batch: the second must not recompile
-            monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)
-            with torch.no_grad():  # an update changes the weights in place
-                for parameter in lm.parameters():
-                    parameter.add_(0.05 * torch.randn_like(parameter))
+    # torch's own patch, not monkeypatch: pytest 9.2's undo deletes a config entry of torch
+    with contextlib.ExitStack() as patches:
+        for round_, prompts in enumerate([PROMPTS * 2, ["1 2 3 4 5 6 7 8", "the cat", "9", "4 5", "a", "7"]]):
+            ids, mask = encode_prompts(tokenizer, prompts, _settings(), "causal", "cpu")
+            outs = []
+            for decoder in (None, compiled):
+                torch.manual_seed(3)
+                outs.append(
+                    sample(lm, "causal", ids, mask, kwargs, 6, [1], 0, with_hidden=True, compiled=decoder)
+                )
+            eager, ours = outs
+            assert torch.equal(ours.tokens, eager.tokens)
+            assert torch.allclose(ours.logprobs, eager.logprobs, atol=1e-5)
+            assert torch.allclose(ours.hidden, eager.hidden, atol=1e-5)
+            if round_ == 0:  # compiled once, on the first batch: the second must not recompile
+                patches.enter_context(torch._dynamo.config.patch(error_on_recompile=True))
+                with torch.no_grad():  # an update changes the weights in place
+                    for parameter in lm.parameters():
+                        parameter.add_(0.05 * torch.randn_like(parameter))
 
 
 @pytest.mark.parametrize(
@@ -218,18 +222,23 @@ def test_compile_sampler_refuses_what_it_would_not_compile_by_its_key(model_type
 
 
 @pytest.mark.usefixtures("fresh_dynamo")
-def test_a_failed_compilation_names_the_setting_and_what_to_install(monkeypatch):
+def test_a_failed_compilation_names_the_setting_and_what_to_install():
     import torch._inductor.config as inductor
 
     from grue_bench.errors import GrueError
     from grue_bench.rl.compiled import CompiledDecoder
 
-    monkeypatch.setattr(inductor.cpp, "cxx", ("/nonexistent/g++",))
-    monkeypatch.setattr(inductor, "fx_graph_cache", False)  # compile, don't reuse an earlier test's graph
-    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
     tokenizer, lm = _models("causal")
     ids, mask = encode_prompts(tokenizer, PROMPTS, _settings(), "causal", "cpu")
-    with pytest.raises(GrueError, match="could not compile the sampler's decode step") as error:
+    # torch's own patches, not monkeypatch: pytest 9.2's undo deletes a config entry of torch.
+    # No C++ compiler; compile, don't reuse an earlier test's graph.
+    no_compiler = inductor.patch({"cpp.cxx": ("/nonexistent/g++",), "fx_graph_cache": False})
+    no_cache = torch._functorch.config.patch(enable_autograd_cache=False)
+    with (
+        no_compiler,
+        no_cache,
+        pytest.raises(GrueError, match="could not compile the sampler's decode step") as error,
+    ):
         sample(lm, "causal", ids, mask, {"do_sample": True}, 4, [1], 0, compiled=CompiledDecoder(lm, 14))
     message = str(error.value)
     assert "alg.policy.args.compile_sampler" in message and "C++ compiler" in message
@@ -245,12 +254,11 @@ def test_a_static_cache_too_small_for_prompt_and_response_is_refused_before_samp
 
 
 @pytest.mark.usefixtures("fresh_dynamo")
-def test_no_compiled_graph_outlives_the_tests_above(monkeypatch):
+def test_no_compiled_graph_outlives_the_tests_above():
     """Last in the file, so it runs after the compiling tests: with their graphs still cached,
     this first compilation (another input shape) would be a recompilation, and fail."""
     _, lm = _models("causal")
-    monkeypatch.setattr(torch._dynamo.config, "error_on_recompile", True)
     forward = torch.compile(lm.forward, backend="eager", dynamic=False)
-    with torch.no_grad():
+    with torch._dynamo.config.patch(error_on_recompile=True), torch.no_grad():
         logits = forward(input_ids=torch.tensor([[4, 5, 6]])).logits
     assert logits.shape == (1, 3, lm.config.vocab_size)
