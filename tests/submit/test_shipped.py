@@ -14,7 +14,12 @@ from grue_bench.submit.validate import ValidSubmission, validate
 from grue_bench.tasks import GRUE_TASKS
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines"
-SHIPPED = {"tiny-zero-shot": "zero-shot", "tiny-supervised": "supervised"}
+SHIPPED = {
+    "tiny-zero-shot": "zero-shot",
+    "tiny-supervised": "supervised",
+    "tiny-ppo": "ppo",
+    "tiny-nlpo": "nlpo",
+}
 
 
 @pytest.fixture(scope="module", params=sorted(SHIPPED))
