@@ -14,7 +14,6 @@ from huggingface_hub.errors import HfHubHTTPError
 from grue_bench.config import RunConfig
 from grue_bench.errors import GrueError
 from grue_bench.models.hub import hub_offline
-from grue_bench.paths import run_dir
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.store import RunRecord, Store
 
@@ -63,13 +62,11 @@ def model_folder(record: RunRecord) -> Path:
             if record.source != "submission"
             else "a submitted baseline has no model; pick a run trained with `grue run`",
         )
-    if record.output_dir is None:
+    if record.artifacts is None:
         raise GrueError(
             f"{label} records no output folder", key="RUN_KEY", fix="run it again with `grue run`"
         )
-    folder = (
-        run_dir(Path(record.output_dir), record.task, record.alg, record.seed, record.config_hash) / "model"
-    )
+    folder = record.artifacts / "model"
     if not any((folder / name).is_file() for name in MODEL_FILES):
         raise GrueError(
             f"{label}: its model folder holds no model (no {' or '.join(MODEL_FILES)})",

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from grue_bench.paths import run_dir
 from grue_bench.store.claims import NO_OWNER, Owner
 from grue_bench.store.provenance import environment_info
 from grue_bench.store.rows import Generation, checked_metrics, write_generations, write_metrics
@@ -67,6 +68,14 @@ class RunRecord:
     heartbeat_at: str | None
     skipped_metrics: dict[str, str]
     """The metrics the run could not compute, each with the reason (empty when none)."""
+
+    @property
+    def artifacts(self) -> Path | None:
+        """The run's artifact folder (``paths.run_dir`` under its output folder), None when the
+        run records no output folder (a submitted baseline)."""
+        if not self.output_dir:
+            return None
+        return run_dir(Path(self.output_dir), self.task, self.alg, self.seed, self.config_hash)
 
     @property
     def done(self) -> bool:

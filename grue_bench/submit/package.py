@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from grue_bench.errors import GrueError
-from grue_bench.paths import run_dir
 from grue_bench.store import BEFORE_TRAINING, RunRecord, Store
 from grue_bench.submit.format import FORMAT_VERSION, METADATA_FILE, default_file
 from grue_bench.submit.validate import validate
@@ -159,10 +158,9 @@ def _collect(store: Store, run: RunRecord, stage: str) -> Packaged:
 
 def _artifact_rows(run: RunRecord, iteration: int) -> list[dict[str, str]]:
     """Test generations from the run's artifacts folder (as the runner writes them)."""
-    if not run.output_dir:
+    if run.artifacts is None:
         raise GrueError(f"run {run.key[:10]} has no test generations at iteration {iteration}", key="--runs")
-    folder = run_dir(Path(run.output_dir), run.task, run.alg, run.seed, run.config_hash)
-    path = folder / "predictions" / f"test_{iteration}.json"
+    path = run.artifacts / "predictions" / f"test_{iteration}.json"
     if not path.is_file():
         raise GrueError(
             f"run {run.key[:10]} has no test generations at iteration {iteration} in the store, and its "
