@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from grue_bench import __version__
-from grue_bench.commands import crowd, export, ls, report, run, runs, submit, validate
+from grue_bench.commands import compare, crowd, export, ls, report, run, runs, submit, validate
 from grue_bench.commands import eval as eval_command
 from grue_bench.errors import GrueError
 
@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[ModuleType, str]] = {
     "report": (report, "build the HTML leaderboard from a results store"),
     "crowd": (crowd, "human evaluation: MTurk templates, batch export and results ingest"),
     "submit": (submit, "validate, re-score and record a baseline submission"),
+    "compare": (compare, "reference baselines beside the RL4LMs paper's numbers, with the ordering checks"),
     "export": (export, "a finished run's model as a Hugging Face model folder with its card; --push-to-hub"),
 }
 """Each ``grue`` subcommand: its module (``add_arguments``, ``run``) and its one-line help."""

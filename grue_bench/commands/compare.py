@@ -1,0 +1,43 @@
+"""Compare reference baselines with the RL4LMs paper: per task, the headline metric (and perplexity)
+as the mean over seeds with a 95% bootstrap interval beside the paper's number, and whether the
+paper's ordering holds (zero-shot < supervised < RL <= supervised+RL; perplexity within 10% of the
+start). A profile's baselines are the folders <profile>-zero-shot, -supervised, -ppo, -nlpo,
+-supervised-ppo, -supervised-nlpo; their stated per-seed scores are read (re-score them with
+`grue submit --dry-run`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--profile", required=True, help="profiles, comma-separated (tiny,small): one section each"
+    )
+    parser.add_argument(
+        "--baselines", type=Path, default=Path("baselines"), help="the baselines folder (default baselines/)"
+    )
+    parser.add_argument("--out", type=Path, help="write the Markdown here (default: print it)")
+
+
+def run(args: argparse.Namespace) -> int:
+    # start-up time: `grue --help` imports every command module (cli.py)
+    from grue_bench.submit.compare import compare_profile, load_paper, render_markdown
+
+    paper = load_paper()
+    profiles = [p.strip() for p in args.profile.split(",") if p.strip()]
+    command = f"grue compare --profile {','.join(profiles)}"
+    sections = [f"# Reference baselines beside the RL4LMs paper\n\nWritten by `{command}`.\n"]
+    sections += [render_markdown(p, compare_profile(args.baselines, p, paper)) for p in profiles]
+    text = "\n".join(sections)
+    if args.out is None:
+        print(text, end="")
+        return 0
+    with tempfile.NamedTemporaryFile("w", dir=args.out.parent, delete=False, suffix=".tmp") as tmp:
+        tmp.write(text)
+    os.replace(tmp.name, args.out)
+    print(args.out)
+    return 0
