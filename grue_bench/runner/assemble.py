@@ -32,6 +32,7 @@ from grue_bench.rl.hparams import PeftSettings, SupervisedArgs
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.supervised import Supervised
 from grue_bench.rl.trainer import Callback, Trainer
+from grue_bench.runner.callbacks import AcrossProcesses
 from grue_bench.runner.generation import generation_settings
 
 log = logging.getLogger(__name__)
@@ -251,8 +252,9 @@ def train(
     algorithm = make_rl_algorithm(
         config, lm, tokenizer, model_type, build_reward(config), accelerator, seed=seed
     )
-    rng = random.Random(seed + 1000 * algorithm.accelerator.process_index)
-    trainer = Trainer(algorithm, run.pools["train"], rng, callbacks)
+    if algorithm.accelerator.num_processes > 1:  # each process draws its own prompts and samples
+        callbacks = [AcrossProcesses(seed, f"seed {seed}"), *callbacks]
+    trainer = Trainer(algorithm, run.pools["train"], random.Random(seed), callbacks)
     result.model = trainer.fit(config.train_evaluation.n_iters)
     result.history = trainer.history
     return result
