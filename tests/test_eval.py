@@ -15,9 +15,9 @@ CEILING_AND_FLOOR = {
     "lexical/rouge_rougeL": (1.0, 0.0),
     "lexical/rouge_rougeLsum": (1.0, 0.0),
     "lexical/rouge_l_max": (1.0, 0.0),
-    "lexical/sacrebleu": (100.0, 0.0),
-    "lexical/chrf": (100.0, 0.0),
-    "lexical/ter": (0.0, 100.0),
+    "lexical/sacrebleu": (1.0, 0.0),
+    "lexical/chrf": (1.0, 0.0),
+    "lexical/ter": (0.0, 1.0),
     "lexical/meteor": (None, 0.0),
     "lexical/bleu": (None, 0.0),
     "lexical/cider": (None, 0.0),
@@ -66,8 +66,8 @@ def test_unrelated_predictions_score_low():
     spec = plugins.TASKS.get("iwslt2017_en_de")
     shifted = [samples[(i + 1) % len(samples)].references[0] for i in range(len(samples))]
     table = score(spec.metrics, samples, shifted).corpus()
-    assert table["lexical/sacrebleu"] < 10
-    assert table["lexical/ter"] > 70
+    assert table["lexical/sacrebleu"] < 0.1
+    assert table["lexical/ter"] > 0.7
     assert table["semantic/bert_score"] < 0.9
 
 
@@ -91,7 +91,7 @@ def test_grue_eval_prints_the_suite_as_json(run_grue, tmp_path):
     assert code == 0, err
     result = json.loads(out)
     assert result["task"] == "totto" and result["n"] == 9 and result["split"] == "test"
-    assert result["scores"]["lexical/sacrebleu"] == pytest.approx(100.0)
+    assert result["scores"]["lexical/sacrebleu"] == pytest.approx(1.0)
     assert result["scores"]["table_to_text/parent_precision"] == pytest.approx(1.0)
 
 

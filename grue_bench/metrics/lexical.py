@@ -2,7 +2,8 @@
 TER (sacrebleu).
 
 Every metric takes several references per sample. Corpus scores are exactly what the
-underlying package reports for the same inputs, so they can be checked against direct calls.
+underlying package reports for the same inputs, so they can be checked against direct calls;
+sacrebleu's scores are divided by 100, as RL4LMs reports them (its 0-1 scale; TER can exceed 1).
 """
 
 from __future__ import annotations
@@ -187,8 +188,12 @@ def reference_streams(reference_texts: Sequence[Sequence[str]]) -> list[list[str
     return [[refs[i] if i < len(refs) else None for refs in reference_texts] for i in range(width)]
 
 
+SACREBLEU_SCALE = 100.0
+"""sacrebleu scores on 0-100; RL4LMs reports them / 100, as we do (``lexical/sacrebleu`` 0.3 = BLEU 30)."""
+
+
 class _SacreMetric(Metric):
-    """A sacrebleu metric class: corpus score plus sentence scores, on sacrebleu's 0-100 scale."""
+    """A sacrebleu metric class: corpus and sentence scores, sacrebleu's score / 100 (RL4LMs's 0-1 scale)."""
 
     key: ClassVar[str]
     metric_name: ClassVar[str]  # class name in sacrebleu.metrics
@@ -219,18 +224,18 @@ class _SacreMetric(Metric):
         model: Any = None,
         split_name: str | None = None,
     ) -> MetricScores:
-        """Corpus and per-sample sacrebleu scores under this metric's key."""
+        """Corpus and per-sample sacrebleu scores / 100 under this metric's key."""
         require_aligned(generated_texts, reference_texts)
         corpus = self._corpus_metric.corpus_score(generated_texts, reference_streams(reference_texts))
         per_sample = [
-            float(self._sentence_metric.sentence_score(hyp, list(refs)).score)
+            float(self._sentence_metric.sentence_score(hyp, list(refs)).score) / SACREBLEU_SCALE
             for hyp, refs in zip(generated_texts, reference_texts, strict=True)
         ]
-        return {self.key: (per_sample, float(corpus.score))}
+        return {self.key: (per_sample, float(corpus.score) / SACREBLEU_SCALE)}
 
 
 class SacreBleu(_SacreMetric):
-    """sacrebleu BLEU (0-100); sentence scores use effective order, as sacrebleu recommends."""
+    """sacrebleu BLEU / 100 (0-1); sentence scores use effective order, as sacrebleu recommends."""
 
     key = "lexical/sacrebleu"
     metric_name = "BLEU"
@@ -238,14 +243,14 @@ class SacreBleu(_SacreMetric):
 
 
 class ChrF(_SacreMetric):
-    """sacrebleu chrF (0-100); ``word_order: 2`` gives chrF++."""
+    """sacrebleu chrF / 100 (0-1); ``word_order: 2`` gives chrF++."""
 
     key = "lexical/chrf"
     metric_name = "CHRF"
 
 
 class Ter(_SacreMetric):
-    """sacrebleu TER (0-100+, lower is better)."""
+    """sacrebleu TER / 100 (0 and up, can exceed 1; lower is better)."""
 
     key = "lexical/ter"
     metric_name = "TER"

@@ -100,10 +100,10 @@ class RougeCombinedReward(MetricReward):
 
 MeteorReward = _metric_reward("meteor", ["lexical/meteor"])
 BleuReward = _metric_reward("bleu", ["lexical/bleu"])
-SacreBleuReward = _metric_reward("sacre_bleu", ["lexical/sacrebleu"], scale=0.01)
-ChrFReward = _metric_reward("chrf", ["lexical/chrf"], scale=0.01)
-TerReward = _metric_reward("ter", ["lexical/ter"], scale=-0.01, offset=1.0)
-"""1 - TER (TER is reported on sacrebleu's 0-100 scale)."""
+SacreBleuReward = _metric_reward("sacre_bleu", ["lexical/sacrebleu"])
+ChrFReward = _metric_reward("chrf", ["lexical/chrf"])
+TerReward = _metric_reward("ter", ["lexical/ter"], scale=-1.0, offset=1.0)
+"""1 - TER (TER as the metric reports it: sacrebleu's TER / 100)."""
 BertScoreReward = _metric_reward("bert_score", ["semantic/bert_score"])
 ParentReward = _metric_reward("parent_totto", ["table_to_text/parent_f1"])
 RougeLMaxReward = _metric_reward("rouge_l_max", ["lexical/rouge_l_max"])

@@ -1,10 +1,14 @@
-"""Lexical metrics: ceilings, floors, and exact agreement with rouge-score, nltk and sacrebleu."""
+"""Lexical metrics: ceilings, floors, and exact agreement with rouge-score, nltk and sacrebleu (whose
+scores are reported / 100, as RL4LMs reports them)."""
+
+import math
 
 import pytest
 import sacrebleu
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
 from rouge_score import rouge_scorer
 
+from grue_bench import plugins
 from grue_bench.errors import GrueError
 from grue_bench.metrics.lexical import Bleu, ChrF, Rouge, RougeLMax, SacreBleu, Ter, reference_streams
 
@@ -30,8 +34,8 @@ def test_predictions_equal_to_references_reach_the_ceiling():
         assert rouge[f"lexical/rouge_{key}"] == ([1.0, 1.0, 1.0], 1.0)
     assert score(RougeLMax(), preds, refs)["lexical/rouge_l_max"] == ([1.0, 1.0, 1.0], 1.0)
     assert score(Bleu(), preds, refs)["lexical/bleu"][1] == pytest.approx(1.0)
-    assert score(SacreBleu(), preds, refs)["lexical/sacrebleu"][1] == pytest.approx(100.0)
-    assert score(ChrF(), preds, refs)["lexical/chrf"][1] == pytest.approx(100.0)
+    assert score(SacreBleu(), preds, refs)["lexical/sacrebleu"][1] == pytest.approx(1.0)
+    assert score(ChrF(), preds, refs)["lexical/chrf"][1] == pytest.approx(1.0)
     assert score(Ter(), preds, refs)["lexical/ter"] == ([0.0, 0.0, 0.0], 0.0)
 
 
@@ -45,7 +49,7 @@ def test_empty_or_unrelated_predictions_reach_the_floor(prediction):
     assert score(SacreBleu(), [prediction], refs)["lexical/sacrebleu"] == ([0.0], 0.0)
     assert score(ChrF(), [prediction], refs)["lexical/chrf"] == ([0.0], 0.0)
     # TER's floor is the worst case: every reference word must be edited.
-    assert score(Ter(), [prediction], refs)["lexical/ter"][1] == 100.0
+    assert score(Ter(), [prediction], refs)["lexical/ter"][1] == 1.0
 
 
 def test_rouge_is_the_best_reference_per_sample_and_the_mean_over_samples():
@@ -171,20 +175,58 @@ def test_sacrebleu_chrf_and_ter_equal_sacrebleu_with_variable_references():
         [None, None, REFERENCES[2][2]],
     ]
     bleu = score(SacreBleu(tokenize="intl"), PREDICTIONS, REFERENCES)["lexical/sacrebleu"]
-    assert bleu[1] == sacrebleu.corpus_bleu(PREDICTIONS, streams, tokenize="intl").score
-    assert bleu[0] == [sacrebleu.sentence_bleu(p, r, tokenize="intl").score for p, r in PAIRS]
+    assert bleu[1] == sacrebleu.corpus_bleu(PREDICTIONS, streams, tokenize="intl").score / 100
+    assert bleu[0] == [sacrebleu.sentence_bleu(p, r, tokenize="intl").score / 100 for p, r in PAIRS]
     chrf = score(ChrF(), PREDICTIONS, REFERENCES)["lexical/chrf"]
-    assert chrf[1] == sacrebleu.corpus_chrf(PREDICTIONS, streams).score
-    assert chrf[0] == [sacrebleu.sentence_chrf(p, r).score for p, r in PAIRS]
+    assert chrf[1] == sacrebleu.corpus_chrf(PREDICTIONS, streams).score / 100
+    assert chrf[0] == [sacrebleu.sentence_chrf(p, r).score / 100 for p, r in PAIRS]
     ter = score(Ter(), PREDICTIONS, REFERENCES)["lexical/ter"]
-    assert ter[1] == sacrebleu.corpus_ter(PREDICTIONS, streams).score
-    assert ter[0] == [sacrebleu.sentence_ter(p, r).score for p, r in PAIRS]
+    assert ter[1] == sacrebleu.corpus_ter(PREDICTIONS, streams).score / 100
+    assert ter[0] == [sacrebleu.sentence_ter(p, r).score / 100 for p, r in PAIRS]
+
+
+# One hypothesis, one reference: clipped n-gram precisions 5/6, 3/5, 2/4, 1/3 and equal lengths (no
+# brevity penalty); TER is one substitution ("the" -> "a") over the reference's 6 words.
+HYPOTHESIS, REFERENCE = "the cat sat on the mat", "the cat sat on a mat"
+HAND_BLEU = math.exp((math.log(5 / 6) + math.log(3 / 5) + math.log(2 / 4) + math.log(1 / 3)) / 4)
+HAND_TER = 1 / 6
+
+
+def test_sacrebleu_chrf_and_ter_are_sacrebleus_corpus_score_over_100_as_rl4lms():
+    """RL4LMs reports sacrebleu's BLEU, chrF and TER / 100 (0-1), under the same keys."""
+    bleu = score(SacreBleu(), [HYPOTHESIS], [[REFERENCE]])["lexical/sacrebleu"]
+    assert bleu[1] == sacrebleu.corpus_bleu([HYPOTHESIS], [[REFERENCE]]).score / 100
+    assert bleu[1] == pytest.approx(HAND_BLEU) and bleu[0] == [pytest.approx(HAND_BLEU)]
+    chrf = score(ChrF(), [HYPOTHESIS], [[REFERENCE]])["lexical/chrf"]
+    assert chrf[1] == sacrebleu.corpus_chrf([HYPOTHESIS], [[REFERENCE]]).score / 100
+    assert 0 < chrf[1] < 1
+    ter = score(Ter(), [HYPOTHESIS], [[REFERENCE]])["lexical/ter"]
+    assert ter[1] == sacrebleu.corpus_ter([HYPOTHESIS], [[REFERENCE]]).score / 100
+    assert ter == ([pytest.approx(HAND_TER)], pytest.approx(HAND_TER))
+
+
+def test_sacrebleu_chrf_and_ter_rewards_keep_their_values():
+    """The rewards read the 0-1 metrics with scale 1: sentence BLEU / 100, chrF / 100, 1 - TER / 100."""
+    texts, references = [HYPOTHESIS, *PREDICTIONS], [[REFERENCE], *REFERENCES]
+
+    def reward(reward_id):
+        reward_fn = plugins.REWARDS.get(reward_id)()
+        return reward_fn.batch([""] * len(texts), texts, references, [{}] * len(texts))
+
+    pairs = list(zip(texts, references, strict=True))
+    sacre_bleu = reward("sacre_bleu")
+    assert sacre_bleu == pytest.approx([sacrebleu.sentence_bleu(t, r).score / 100 for t, r in pairs])
+    assert sacre_bleu[0] == pytest.approx(HAND_BLEU)
+    assert reward("chrf") == pytest.approx([sacrebleu.sentence_chrf(t, r).score / 100 for t, r in pairs])
+    ter = reward("ter")
+    assert ter == pytest.approx([1 - sacrebleu.sentence_ter(t, r).score / 100 for t, r in pairs])
+    assert ter[0] == pytest.approx(1 - HAND_TER)
 
 
 def test_sacrebleu_args_are_passed_through_and_unknown_ones_named():
     chrf_pp = score(ChrF(word_order=2), PREDICTIONS, REFERENCES)["lexical/chrf"][1]
     direct = sacrebleu.metrics.CHRF(word_order=2).corpus_score(PREDICTIONS, reference_streams(REFERENCES))
-    assert chrf_pp == direct.score
+    assert chrf_pp == direct.score / 100
     with pytest.raises(GrueError, match="tokenise") as error:
         SacreBleu(tokenise="intl")
     assert "tokenize" in str(error.value)
