@@ -15,7 +15,7 @@ is "clear" when the two intervals do not overlap, else "within the seeds' spread
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from pydantic import Field
 from grue_bench import plugins
 from grue_bench.errors import GrueError
 from grue_bench.report.aggregate import bootstrap_mean_ci
-from grue_bench.report.schema import load_schema
+from grue_bench.report.schema import Leaderboard, load_schema
 from grue_bench.schema import Strict
 from grue_bench.submit.format import Submission
 from grue_bench.submit.validate import validate
@@ -145,7 +145,11 @@ def estimate(submission: Submission, task: str, metric: str | None) -> Estimate 
 
 
 def compare_task(
-    task: str, baselines: Mapping[str, Submission], paper: PaperTask | None, higher_is_better: bool
+    task: str,
+    baselines: Mapping[str, Submission],
+    paper: PaperTask | None,
+    higher_is_better: bool,
+    decimals: int = 3,
 ) -> TaskComparison:
     """The rows of one task and a verdict per row."""
     headline = plugins.TASKS.get(task).headline.metric
@@ -164,7 +168,7 @@ def compare_task(
     by_row = {r.row: r for r in rows}
     verdicts, holds = {}, {}
     for r in rows:
-        verdict = _verdict(r, by_row, higher_is_better)
+        verdict = _verdict(r, by_row, higher_is_better, decimals)
         if verdict is not None:
             verdicts[r.row], holds[r.row] = verdict
     return TaskComparison(task, headline, fluency, paper, rows, verdicts, holds)
@@ -176,19 +180,22 @@ def _fluency_metric(task: str, baselines: Mapping[str, Submission]) -> str | Non
     return key if any(estimate(sub, task, key) for sub in baselines.values()) else None
 
 
-def _verdict(row: TaskRow, by_row: Mapping[str, TaskRow], higher: bool) -> tuple[str, bool] | None:
-    """One line on the row's ordering step (and fluency), and whether it holds."""
+def _verdict(
+    row: TaskRow, by_row: Mapping[str, TaskRow], higher: bool, decimals: int = 3
+) -> tuple[str, bool] | None:
+    """One line on the row's ordering step (and fluency), and whether it holds; means equal at the
+    table's ``decimals`` count as equal."""
     strict = row.row in EXPECTED_ABOVE
     below_id = EXPECTED_ABOVE.get(row.row) or EXPECTED_AT_LEAST.get(row.row)
     below = by_row.get(below_id) if below_id else None
     if below is None or row.headline is None or below.headline is None:
         return None
     sign = ">" if strict else ">="
-    ours_ok = _ordered(row.headline.mean, below.headline.mean, strict, higher)
+    ours_ok = _ordered(row.headline.mean, below.headline.mean, strict, higher, decimals)
     parts = [f"{row.row} {sign} {below.row}: {'holds' if ours_ok else 'does not hold'}"]
-    parts[0] += f" ({_spread(row.headline, below.headline)})"
+    parts[0] += f" ({_spread(row.headline, below.headline, decimals)})"
     if row.paper_headline is not None and below.paper_headline is not None:
-        paper_ok = _ordered(row.paper_headline, below.paper_headline, strict, higher)
+        paper_ok = _ordered(row.paper_headline, below.paper_headline, strict, higher, decimals)
         parts.append(f"in the paper: {'holds' if paper_ok else 'does not hold'}")
     fluency_ok = True
     start = by_row.get("zero-shot")
@@ -202,12 +209,15 @@ def _verdict(row: TaskRow, by_row: Mapping[str, TaskRow], higher: bool) -> tuple
     return "; ".join(parts), ours_ok and fluency_ok
 
 
-def _ordered(value: float, below: float, strict: bool, higher: bool) -> bool:
-    a, b = (value, below) if higher else (below, value)
+def _ordered(value: float, below: float, strict: bool, higher: bool, decimals: int) -> bool:
+    a, b = (round(value, decimals), round(below, decimals))
+    a, b = (a, b) if higher else (b, a)
     return a > b if strict else a >= b
 
 
-def _spread(a: Estimate, b: Estimate) -> str:
+def _spread(a: Estimate, b: Estimate, decimals: int) -> str:
+    if round(a.mean, decimals) == round(b.mean, decimals):
+        return f"equal at {decimals} decimals"
     if np.isnan(a.low) or np.isnan(b.low):
         return "one seed: no interval"
     apart = a.low > b.high or b.low > a.high
@@ -223,12 +233,14 @@ def compare_profile(root: Path, profile: str, paper: PaperResults | None = None)
     out = []
     for task in tasks:
         headline = plugins.TASKS.get(task).headline.metric
-        higher = schema.metric(headline).higher_is_better is not False
-        out.append(compare_task(task, baselines, paper.tasks.get(task), higher))
+        spec = schema.metric(headline)
+        higher = spec.higher_is_better is not False
+        out.append(compare_task(task, baselines, paper.tasks.get(task), higher, spec.decimals))
     return out
 
 
-def _paper_order(paper: PaperResults):
+def _paper_order(paper: PaperResults) -> Callable[[str], tuple[int, str]]:
+    """Sort key: the paper's task order, then other tasks by id."""
     order = {task: i for i, task in enumerate(paper.tasks)}
     return lambda task: (order.get(task, len(order)), task)
 
@@ -249,7 +261,7 @@ def render_markdown(profile: str, comparisons: Sequence[TaskComparison]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _task_section(c: TaskComparison, schema) -> list[str]:
+def _task_section(c: TaskComparison, schema: Leaderboard) -> list[str]:
     name = plugins.TASKS.get(c.task).name
     head = schema.metric(c.headline_metric)
     out = [f"### {name} (`{c.task}`)", ""]

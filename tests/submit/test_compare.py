@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +68,14 @@ def test_rl_must_beat_supervised_and_supervised_rl_at_least_equal_rl():
     assert _verdict(row("zero-shot", [0.5, 0.5]), rows, higher=True) is None  # nothing below it
 
 
+def test_means_equal_at_the_tables_precision_are_equal():
+    start = row("zero-shot", [0.0001, 0.0001, 0.0001])
+    sup = row("supervised", [0.0003, 0.0004, 0.0002])
+    line, holds = _verdict(sup, {"zero-shot": start, "supervised": sup}, higher=True, decimals=3)
+    assert not holds
+    assert line == "supervised > zero-shot: does not hold (equal at 3 decimals)"
+
+
 def test_lower_is_better_headlines_flip_the_order():
     start = row("zero-shot", [2.0, 2.1, 2.2])
     sup = row("supervised", [1.0, 1.1, 1.2])
@@ -123,3 +132,13 @@ def test_grue_compare_writes_the_markdown(tmp_path: Path):
     text = out.read_text()
     assert text.startswith("# Reference baselines beside the RL4LMs paper")
     assert "## Profile `tiny`" in text and "| ppo | 0.602 |" in text
+
+
+def test_the_shipped_comparison_is_what_grue_compare_writes_today(tmp_path: Path):
+    shipped = (BASELINES / "COMPARISON.md").read_text()
+    profiles = re.search(r"Written by `grue compare --profile ([a-z,]+)`", shipped).group(1)
+    out = tmp_path / "COMPARISON.md"
+    assert main(["compare", "--profile", profiles, "--baselines", str(BASELINES), "--out", str(out)]) == 0
+    assert out.read_text() == shipped, (
+        "regenerate it: grue compare --profile ... --out baselines/COMPARISON.md"
+    )

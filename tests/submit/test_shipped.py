@@ -9,17 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from grue_bench.submit.compare import ROWS, folder_name
 from grue_bench.submit.rescore import agrees, rescore
 from grue_bench.submit.validate import ValidSubmission, validate
 from grue_bench.tasks import GRUE_TASKS
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines"
-SHIPPED = {
-    "tiny-zero-shot": "zero-shot",
-    "tiny-supervised": "supervised",
-    "tiny-ppo": "ppo",
-    "tiny-nlpo": "nlpo",
-}
+SHIPPED = {folder_name("tiny", row): f"{row} (tiny)" for row in ROWS}
+"""Each reference baseline folder and its leaderboard label."""
 
 
 @pytest.fixture(scope="module", params=sorted(SHIPPED))
