@@ -24,7 +24,7 @@ from pydantic import Field
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
-from grue_bench.report.aggregate import bootstrap_mean_ci
+from grue_bench.report.aggregate import Headline, bootstrap_mean_ci
 from grue_bench.report.schema import Leaderboard, load_schema
 from grue_bench.schema import Strict
 from grue_bench.submit.format import Submission
@@ -148,16 +148,15 @@ def compare_task(
     task: str,
     baselines: Mapping[str, Submission],
     paper: PaperTask | None,
-    higher_is_better: bool,
+    headline: Headline,
     decimals: int = 3,
 ) -> TaskComparison:
     """The rows of one task and a verdict per row."""
-    headline = plugins.TASKS.get(task).headline.metric
     fluency = paper.fluency.metric if paper and paper.fluency else _fluency_metric(task, baselines)
     rows = [
         TaskRow(
             row,
-            estimate(sub, task, headline),
+            estimate(sub, task, headline.metric),
             estimate(sub, task, fluency),
             paper.headline.values.get(row) if paper else None,
             paper.fluency.values.get(row) if paper and paper.fluency else None,
@@ -168,10 +167,10 @@ def compare_task(
     by_row = {r.row: r for r in rows}
     verdicts, holds = {}, {}
     for r in rows:
-        verdict = _verdict(r, by_row, higher_is_better, decimals)
+        verdict = _verdict(r, by_row, headline.higher_is_better, decimals)
         if verdict is not None:
             verdicts[r.row], holds[r.row] = verdict
-    return TaskComparison(task, headline, fluency, paper, rows, verdicts, holds)
+    return TaskComparison(task, headline.metric, fluency, paper, rows, verdicts, holds)
 
 
 def _fluency_metric(task: str, baselines: Mapping[str, Submission]) -> str | None:
@@ -230,13 +229,11 @@ def compare_profile(root: Path, profile: str, paper: PaperResults | None = None)
     baselines = read_baselines(root, profile)
     schema = load_schema()
     tasks = sorted({task for sub in baselines.values() for task in sub.tasks}, key=_paper_order(paper))
-    out = []
-    for task in tasks:
-        headline = plugins.TASKS.get(task).headline.metric
-        spec = schema.metric(headline)
-        higher = spec.higher_is_better is not False
-        out.append(compare_task(task, baselines, paper.tasks.get(task), higher, spec.decimals))
-    return out
+    headlines = schema.headlines({task: plugins.TASKS.get(task).headline.metric for task in tasks})
+    return [
+        compare_task(task, baselines, paper.tasks.get(task), head, schema.metric(head.metric).decimals)
+        for task, head in headlines.items()
+    ]
 
 
 def _paper_order(paper: PaperResults) -> Callable[[str], tuple[int, str]]:
@@ -249,10 +246,10 @@ def render_markdown(profile: str, comparisons: Sequence[TaskComparison]) -> str:
     """A Markdown section: a table per task, the verdict lines, and the profile's summary."""
     schema = load_schema()
     lines = [f"## Profile `{profile}`", ""]
-    checks = [(c.task, row, ok) for c in comparisons for row, ok in c.holds.items()]
-    held = sum(ok for _, _, ok in checks)
+    held = sum(sum(c.holds.values()) for c in comparisons)
+    steps = sum(len(c.holds) for c in comparisons)
     lines += [
-        f"The paper's ordering holds in {held} of {len(checks)} steps "
+        f"The paper's ordering holds in {held} of {steps} steps "
         f"({', '.join(sorted({c.task for c in comparisons}))}).",
         "",
     ]
