@@ -25,8 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # start-up time: `grue --help` imports every command module (cli.py)
+    from grue_bench.errors import GrueError
     from grue_bench.submit.compare import compare_profile, load_paper, render_markdown
 
+    if args.out is not None and not args.out.parent.is_dir():
+        raise GrueError(
+            "its folder does not exist", source=str(args.out), key="--out", fix="create the folder first"
+        )
     paper = load_paper()
     profiles = [p.strip() for p in args.profile.split(",") if p.strip()]
     command = f"grue compare --profile {','.join(profiles)}"

@@ -142,3 +142,11 @@ def test_the_shipped_comparison_is_what_grue_compare_writes_today(tmp_path: Path
     assert out.read_text() == shipped, (
         "regenerate it: grue compare --profile ... --out baselines/COMPARISON.md"
     )
+
+
+def test_grue_compare_refuses_an_out_file_in_a_missing_folder(tmp_path: Path, capsys):
+    out = tmp_path / "missing" / "COMPARISON.md"
+    assert main(["compare", "--profile", "tiny", "--baselines", str(BASELINES), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "--out" in error and "its folder does not exist" in error and "create the folder first" in error
+    assert not out.parent.exists()
