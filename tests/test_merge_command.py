@@ -68,3 +68,16 @@ def test_merge_refuses_a_missing_source_and_the_store_itself(tmp_path: Path):
     not_a_store = pytest.raises(GrueError, match="not a GRUE Bench results store")
     with Store(tmp_path / "all.sqlite") as target, not_a_store:
         merge_runs(target, tmp_path / "notes.txt")
+
+
+def test_merge_takes_only_the_chosen_task_alg_and_seed(tmp_path: Path):
+    with Store(tmp_path / "grid.sqlite") as grid:
+        keep = finished(grid, seed=1, reward=0.5)
+        finished(grid, seed=0, reward=0.4)
+    assert (
+        main(["merge", str(tmp_path / "grid.sqlite"), "--store", str(tmp_path / "one.sqlite"), "--seed", "1"])
+        == 0
+    )
+    with Store(tmp_path / "one.sqlite") as one:
+        assert [run.key for run in one.runs()] == [keep.key]
+        assert merge_runs(one, tmp_path / "grid.sqlite", task="imdb", alg="nlpo").copied == []

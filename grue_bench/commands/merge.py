@@ -1,4 +1,5 @@
-"""Copy the finished runs of other stores into one store (a grid split across machines or sessions)."""
+"""Copy the finished runs of other stores into one store (a grid split across machines or sessions),
+or a chosen task, algorithm or seed of them (a run kept in a store of its own)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("grue_results.sqlite"),
         help="the store to copy them into (created if missing)",
     )
+    parser.add_argument("--task", help="only this task's runs")
+    parser.add_argument("--alg", help="only this algorithm's runs (e.g. supervised+ppo)")
+    parser.add_argument("--seed", type=int, help="only this seed's runs")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     with Store(args.store) as store:
         for source in args.sources:
-            result = merge_runs(store, source)
+            result = merge_runs(store, source, task=args.task, alg=args.alg, seed=args.seed)
             print(
                 f"{source}: {len(result.copied)} run(s) copied, {len(result.present)} already in "
                 f"{args.store}, {len(result.unfinished)} not finished (left out)"

@@ -29,8 +29,11 @@ class MergeResult:
     unfinished: list[str] = field(default_factory=list)
 
 
-def merge_runs(target: Store, source: Path) -> MergeResult:
-    """Copy ``source``'s finished runs (not submissions) into ``target``, in one transaction."""
+def merge_runs(
+    target: Store, source: Path, task: str | None = None, alg: str | None = None, seed: int | None = None
+) -> MergeResult:
+    """Copy ``source``'s finished runs (not submissions) into ``target``, in one transaction; with
+    ``task``, ``alg`` or ``seed``, only the runs that have it."""
     if not source.is_file():
         raise GrueError("store not found", source=str(source), fix="give a store `grue run` wrote")
     if source.resolve() == target.path.resolve():
@@ -41,7 +44,11 @@ def merge_runs(target: Store, source: Path) -> MergeResult:
         _check_version(reader, source)
         result = MergeResult()
         with target.transaction() as db:
-            for run in reader.execute("SELECT * FROM runs WHERE source = 'run' ORDER BY id").fetchall():
+            chosen = {"task": task, "alg": alg, "seed": seed}
+            where = "".join(f" AND {column} = ?" for column, value in chosen.items() if value is not None)
+            values = [value for value in chosen.values() if value is not None]
+            query = f"SELECT * FROM runs WHERE source = 'run'{where} ORDER BY id"
+            for run in reader.execute(query, values).fetchall():
                 if run["status"] != "finished":
                     result.unfinished.append(run["key"])
                 elif db.execute("SELECT 1 FROM runs WHERE key = ?", [run["key"]]).fetchone():
