@@ -1,6 +1,6 @@
 """The reference baselines shipped in baselines/ pass every check, and their stated numbers (what the
-runs logged) are what re-scoring gives. Re-scoring all 7 tasks x 3 seeds takes minutes, so only ToTTo's
-seed 0 is re-scored here; `grue submit baselines/<name> --dry-run` re-scores everything."""
+runs logged) are what re-scoring gives. Re-scoring all tasks x 3 seeds takes minutes, so only one task's
+seed 0 per profile is re-scored here; `grue submit baselines/<name> --dry-run` re-scores everything."""
 
 from __future__ import annotations
 
@@ -15,8 +15,14 @@ from grue_bench.submit.validate import ValidSubmission, validate
 from grue_bench.tasks import GRUE_TASKS
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines"
-SHIPPED = {folder_name("tiny", row): f"{row} (tiny)" for row in ROWS}
-"""Each reference baseline folder and its leaderboard label."""
+PROFILE_TASKS = {"tiny": tuple(GRUE_TASKS)}
+"""The tasks each profile's reference baselines cover."""
+RESCORED_TASK = {"tiny": "totto"}
+"""The task whose seed 0 is re-scored here, per profile (one is enough to catch a drift)."""
+SHIPPED = {
+    folder_name(profile, row): (f"{row} ({profile})", profile) for profile in PROFILE_TASKS for row in ROWS
+}
+"""Each reference baseline folder: its leaderboard label and profile."""
 
 
 @pytest.fixture(scope="module", params=sorted(SHIPPED))
@@ -25,19 +31,21 @@ def shipped(request: pytest.FixtureRequest) -> ValidSubmission:
 
 
 def test_shipped_baselines_are_accepted(shipped: ValidSubmission):
-    assert shipped.meta.algorithm == SHIPPED[shipped.meta.name]
-    assert shipped.meta.profile == "tiny"
-    assert sorted(shipped.tasks) == sorted(GRUE_TASKS)
+    label, profile = SHIPPED[shipped.meta.name]
+    assert shipped.meta.algorithm == label
+    assert shipped.meta.profile == profile
+    assert sorted(shipped.tasks) == sorted(PROFILE_TASKS[profile])
     for task in shipped.tasks.values():
         assert sorted(task.seeds) == [0, 1, 2]
         assert shipped.meta.tasks[task.task].scores is not None
 
 
 def test_rescored_numbers_equal_the_stated_ones(shipped: ValidSubmission):
-    task = shipped.tasks["totto"]
-    one_seed = ValidSubmission(shipped.root, shipped.meta, {"totto": replace(task, seeds={0: task.seeds[0]})})
-    rescored = rescore(one_seed).tasks["totto"].seeds[0]
-    stated = shipped.meta.tasks["totto"].scores[0]
+    name = RESCORED_TASK[shipped.meta.profile]
+    task = shipped.tasks[name]
+    one_seed = ValidSubmission(shipped.root, shipped.meta, {name: replace(task, seeds={0: task.seeds[0]})})
+    rescored = rescore(one_seed).tasks[name].seeds[0]
+    stated = shipped.meta.tasks[name].scores[0]
     assert set(rescored) == set(stated)
     assert all(agrees(stated[key], rescored[key]) for key in stated), {
         key: (stated[key], rescored[key]) for key in stated if not agrees(stated[key], rescored[key])
