@@ -80,18 +80,15 @@ def _check_version(reader: sqlite3.Connection, source: Path) -> None:
 
 def _copy_run(reader: sqlite3.Connection, writer: sqlite3.Connection, run: sqlite3.Row) -> None:
     columns = [name for name in run.keys() if name != "id"]  # noqa: SIM118 (a Row iterates values)
-    names = ", ".join(f'"{name}"' for name in columns)
-    marks = ", ".join("?" for _ in columns)
-    cursor = writer.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", [run[name] for name in columns])
-    run_id = cursor.lastrowid
+    run_id = writer.execute(_insert("runs", columns), [run[name] for name in columns]).lastrowid
     for table in RUN_ROW_TABLES:
         rows = reader.execute(f"SELECT * FROM {table} WHERE run_id = ?", [run["id"]]).fetchall()
-        if not rows:
-            continue
-        columns = list(rows[0].keys())
-        names = ", ".join(f'"{name}"' for name in columns)
-        marks = ", ".join("?" for _ in columns)
-        writer.executemany(
-            f"INSERT INTO {table} ({names}) VALUES ({marks})",
-            [[run_id if name == "run_id" else row[name] for name in columns] for row in rows],
-        )
+        if rows:
+            columns = list(rows[0].keys())
+            values = [[run_id if name == "run_id" else row[name] for name in columns] for row in rows]
+            writer.executemany(_insert(table, columns), values)
+
+
+def _insert(table: str, columns: list[str]) -> str:
+    names = ", ".join(f'"{name}"' for name in columns)
+    return f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' for _ in columns)})"
