@@ -105,8 +105,7 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
         discard_staged(out)
     lm.to(device)
     if lead and not resuming:
-        table, _ = evaluate(lm, "test", BEFORE_TRAINING)
-        recorder.metrics(BEFORE_TRAINING, "test", table)
+        _record_test(evaluate, recorder, lm, BEFORE_TRAINING)
 
     if spec.warm_start or spec.alg == "supervised":
         lm = _supervised_stage(spec, recorder, evaluate, lm, out, device)
@@ -117,8 +116,7 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
             shutil.rmtree(out / "warm_start")  # model/ holds it now: one checkpoint kept (save_total_limit)
             return outcome
         if not resuming:  # the warm start's own score: what RL has to improve on
-            table, _ = evaluate(lm, "test", WARM_START)
-            recorder.metrics(WARM_START, "test", table)
+            _record_test(evaluate, recorder, lm, WARM_START)
 
     algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed)
     every_eval = config.train_evaluation.eval_every
@@ -139,6 +137,14 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
         return None
     final, generations = evaluations.final, evaluations.generations
     return _finish(spec, evaluate, lm, trainer.iteration, final, generations, run.base.name, started)
+
+
+def _record_test(evaluate: Evaluator, recorder: Recorder, lm, iteration: int) -> None:
+    """Test ``lm`` at ``iteration`` and store its scores and generations (the zero-shot row of a
+    leaderboard is packaged from those of iteration -1, so the store alone holds it)."""
+    table, rows = evaluate(lm, "test", iteration)
+    recorder.metrics(iteration, "test", table)
+    recorder.generations(iteration, "test", rows)
 
 
 def _supervised_stage(spec: RunSpec, recorder: Recorder, evaluate: Evaluator, lm, out: Path, device):

@@ -1,8 +1,9 @@
 """Packaging one's own finished runs as a submission folder (``grue submit --from-store``).
 
 Stage ``final``: each run's test generations and metrics at its highest iteration. Stage ``zero-shot``:
-its test generations before training (iteration -1), i.e. the base model's outputs; the runner keeps
-those in the run's artifacts (``predictions/test_-1.json``), which are read when the store has none.
+its test generations before training (iteration -1), i.e. the base model's outputs; the runner stores
+them, and a run's artifacts (``predictions/test_-1.json``) are read when the store has none (runs made
+before it did).
 The folder is written next to its destination, checked like any submission, then moved in place.
 """
 

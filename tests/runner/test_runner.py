@@ -93,7 +93,8 @@ def test_a_run_fills_the_store_and_its_artifacts(tmp_path):
         store, "select iteration from metrics where split='test' and name='reward/increasing_numbers'"
     )
     assert sorted(i for (i,) in tests) == [-1, 4]  # before and after training
-    assert rows(store, "select count(*) from generations where split='test' and iteration=4") == [(16,)]
+    generated = "select iteration, count(*) from generations where split='test' group by 1 order by 1"
+    assert rows(store, generated) == [(-1, 16), (4, 16)]  # the zero-shot texts too
     run_dir = next((tmp_path / "runs" / "increasing_numbers" / "ppo").iterdir())
     for name in ("config.yaml", "rollout_info.jsonl", "test_metrics.jsonl", "validation_metrics.jsonl"):
         assert (run_dir / name).is_file(), name
