@@ -68,8 +68,7 @@ def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:
         "policy": trained_state(policy, frozen_names(policy)),
         "optimizer": algorithm.optimizer.state_dict(),
         "shuffle_rng": algorithm.shuffle_rng.get_state(),
-        "torch_rng": torch.get_rng_state(),
-        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        **torch_rng_state(),
     }
     masker = getattr(algorithm, "masker", None)
     if masker is not None:
@@ -79,8 +78,7 @@ def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:
         "iteration": algorithm.iteration,
         "kl_coef": algorithm.kl.value,
         "rng_state": _jsonable(rng_state),
-        "python_rng": _jsonable(random.getstate()),
-        "numpy_rng": _jsonable(_numpy_state()),
+        **host_rng_state(),
     }
     (tmp / META_FILE).write_text(json.dumps(meta))
     shutil.rmtree(directory, ignore_errors=True)
@@ -103,12 +101,31 @@ def load_checkpoint(directory: Path, algorithm: Any) -> tuple | None:
     algorithm.iteration = meta["iteration"]
     algorithm.kl.value = meta["kl_coef"]
     algorithm.shuffle_rng.set_state(state["shuffle_rng"])
+    set_torch_rng_state(state)
+    set_host_rng_state(meta)
+    return _tupled(meta["rng_state"])
+
+
+def torch_rng_state() -> dict[str, Any]:
+    """torch's global random states, CPU and CUDA (tensors, for ``torch.save``)."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
+    return {"torch_rng": torch.get_rng_state(), "cuda_rng": cuda}
+
+
+def set_torch_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch_rng"])
     if state["cuda_rng"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda_rng"])
-    random.setstate(_tupled(meta["python_rng"]))
-    numpy.random.set_state(_tupled(meta["numpy_rng"]))
-    return _tupled(meta["rng_state"])
+
+
+def host_rng_state() -> dict[str, Any]:
+    """Python's and NumPy's global random states (JSON)."""
+    return {"python_rng": _jsonable(random.getstate()), "numpy_rng": _jsonable(_numpy_state())}
+
+
+def set_host_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(_tupled(state["python_rng"]))
+    numpy.random.set_state(_tupled(state["numpy_rng"]))
 
 
 def _numpy_state() -> tuple:

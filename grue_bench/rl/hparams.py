@@ -296,8 +296,8 @@ class SupervisedArgs(Strict):
     """Every this many optimizer steps the mean training loss is logged and recorded, and a
     ``supervised`` run is evaluated on validation (RL4LMs's evaluation callback runs on log)."""
     save_total_limit: PositiveInt | None = None
-    """At most this many checkpoints kept: a run keeps one (its final ``model/``; a warm start its
-    ``warm_start/``), so every limit holds."""
+    """At most this many checkpoints kept: a run keeps one (its final ``model/``; a warm start the
+    fit its chains share, ``warm_starts/<key>/``), so every limit holds."""
     peft: PeftSettings | None = None
     """Fit a PEFT adapter (LoRA by default) instead of every weight (``alg.training_args.peft``).
     A warm start's adapter is merged into the weights that RL starts from."""

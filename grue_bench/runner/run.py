@@ -46,6 +46,7 @@ from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
 from grue_bench.runner.trackers import Trackers, TrackingRecorder
+from grue_bench.runner.warm_start import warm_start
 from grue_bench.store import BEFORE_TRAINING
 
 WARM_START = 0
@@ -107,16 +108,19 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
     if lead and not resuming:
         _record_test(evaluate, recorder, lm, BEFORE_TRAINING)
 
-    if spec.warm_start or spec.alg == "supervised":
-        lm = _supervised_stage(spec, recorder, evaluate, lm, out, device)
-        if spec.alg == "supervised":  # its iterations are optimizer steps
-            steps = _supervised_steps(out)
-            final, generations = final_evaluation(evaluate, lm, steps)
-            outcome = _finish(spec, evaluate, lm, steps, final, generations, run.base.name, started)
-            shutil.rmtree(out / "warm_start")  # model/ holds it now: one checkpoint kept (save_total_limit)
-            return outcome
-        if not resuming:  # the warm start's own score: what RL has to improve on
-            _record_test(evaluate, recorder, lm, WARM_START)
+    if spec.alg == "supervised":  # its iterations are optimizer steps
+        lm = _supervised_run(spec, recorder, evaluate, lm, out, device)
+        steps = _supervised_steps(out)
+        final, generations = final_evaluation(evaluate, lm, steps)
+        outcome = _finish(spec, evaluate, lm, steps, final, generations, run.base.name, started)
+        shutil.rmtree(out / "warm_start")  # model/ holds it now: one checkpoint kept (save_total_limit)
+        return outcome
+    if spec.warm_start:
+        samples = run.pools["train"]
+        lm, losses, steps = warm_start(config, lm, tokenizer, model_type, samples, spec.seed, out, device)
+        if lead and not resuming:
+            _log_supervised(out, losses, steps)
+            _record_test(evaluate, recorder, lm, WARM_START)  # what RL has to improve on
 
     algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed)
     every_eval = config.train_evaluation.eval_every
@@ -147,33 +151,35 @@ def _record_test(evaluate: Evaluator, recorder: Recorder, lm, iteration: int) ->
     recorder.generations(iteration, "test", rows)
 
 
-def _supervised_stage(spec: RunSpec, recorder: Recorder, evaluate: Evaluator, lm, out: Path, device):
-    """Fit the references (a supervised run is evaluated every ``logging_steps`` optimizer steps,
-    as RL4LMs does), or reload the fit a killed run left in ``warm_start/``."""
+def _supervised_run(spec: RunSpec, recorder: Recorder, evaluate: Evaluator, lm, out: Path, device):
+    """Fit the references, evaluated every ``logging_steps`` optimizer steps as RL4LMs does, or
+    reload the fit a killed run left in ``warm_start/``."""
     warm = out / "warm_start"
     if (warm / "config.json").is_file():
         return load_base_lm(evaluate.model_type, model_name=str(warm)).model.to(device)
-    on_log = None
-    if spec.alg == "supervised":
 
-        def on_log(step: int, loss: float, model) -> None:
-            recorder.metrics(step, "train", {"train/loss": loss})
-            table, rows = evaluate(model, "validation", step)
-            recorder.metrics(step, "validation", table)
-            recorder.generations(step, "validation", rows)
-            model.train()
+    def on_log(step: int, loss: float, model) -> None:
+        recorder.metrics(step, "train", {"train/loss": loss})
+        table, rows = evaluate(model, "validation", step)
+        recorder.metrics(step, "validation", table)
+        recorder.generations(step, "validation", rows)
+        model.train()
 
     samples = evaluate.pools["train"]
     tokenizer, model_type = evaluate.tokenizer, evaluate.model_type
     lm, losses, steps = supervised_fit(
         spec.config, lm, tokenizer, model_type, samples, spec.seed, on_log=on_log
     )
-    append_jsonl(
-        out / "training_info.jsonl", {"stage": "supervised", "losses": losses, "optimizer_steps": steps}
-    )
+    _log_supervised(out, losses, steps)
     lm.save_pretrained(warm)
     tokenizer.save_pretrained(warm)  # a folder load_base_lm reads, as any model folder
     return lm
+
+
+def _log_supervised(out: Path, losses: list[float], steps: int) -> None:
+    append_jsonl(
+        out / "training_info.jsonl", {"stage": "supervised", "losses": losses, "optimizer_steps": steps}
+    )
 
 
 def _supervised_steps(out: Path) -> int:

@@ -1,0 +1,118 @@
+"""A chain's supervised warm start (``supervised+ppo``): fitted once, saved, and shared.
+
+A fit is a function of what it starts from and nothing else: the base LM's weights and
+tokenizer, the train split, the supervised settings, the seed (its data order), the number of
+processes and the random states (dropout draws from them). All of it is hashed into the name of
+the folder the fit is saved in (``<output>/<task>/warm_starts/<key>/``), together with the random
+states the fit ends in. A run that finds its folder loads the fit and those states, and goes on
+exactly as if it had fitted it: ``supervised+ppo`` and ``supervised+nlpo`` of one task and seed
+fit once, and a run killed after its warm start does not fit again. Anything that differs gives
+another key, so a fit is never shared where it would not be the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from grue_bench.config import RunConfig
+from grue_bench.data import Sample
+from grue_bench.errors import GrueError
+from grue_bench.models import load_base_lm
+from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
+from grue_bench.runner.assemble import supervised_args, supervised_fit
+
+log = logging.getLogger(__name__)
+
+FOLDER = "warm_starts"
+FIT_FILE = "fit.json"
+RNG_FILE = "rng.pt"
+RECORD_FILE = "warm_start.json"
+
+
+def fit_key(config: RunConfig, lm, tokenizer, model_type: str, samples: Sequence[Sample], seed: int) -> str:
+    """The hash of everything a supervised fit of ``lm`` on ``samples`` depends on, now."""
+    env = config.env.args
+    settings = {
+        "task": config.task,
+        "model_type": model_type,
+        "supervised": supervised_args(config).model_dump(mode="json"),
+        "lengths": [env.max_prompt_length, env.max_episode_length, env.prompt_truncation_side],
+        "tokenizer": [tokenizer.backend_tokenizer.to_str(), tokenizer.padding_side],
+        "seed": seed,
+        "processes": int(os.environ.get("WORLD_SIZE", "1")),
+        **host_rng_state(),
+    }
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for sample in samples:
+        digest.update(json.dumps([sample.prompt_or_input_text, list(sample.references)]).encode())
+    for name, tensor in sorted(lm.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(_bytes(tensor))
+    rng = torch_rng_state()
+    for tensor in [rng["torch_rng"], *rng["cuda_rng"]]:
+        digest.update(_bytes(tensor))
+    return digest.hexdigest()[:16]
+
+
+def _bytes(tensor: torch.Tensor) -> bytes:
+    return tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def warm_start(
+    config: RunConfig, lm, tokenizer, model_type: str, samples: Sequence[Sample], seed: int, out: Path, device
+) -> tuple:
+    """The warm-started LM, its supervised losses and optimizer steps, for the run whose folder is
+    ``out``: loaded from the folder of its fit key if an earlier run saved it, else fitted and saved
+    there; the random states are left as the fit left them. The run records the key it used
+    (``warm_start.json``): a resumed run, whose random states come from its checkpoint, loads
+    that fit."""
+    record = out / RECORD_FILE
+    if record.is_file():
+        key = json.loads(record.read_text())["key"]
+    else:
+        key = fit_key(config, lm, tokenizer, model_type, samples, seed)
+    folder = out.parents[1] / FOLDER / key
+    if (folder / FIT_FILE).is_file():
+        log.info("warm start: loading the supervised fit saved in %s", folder)
+        fit = json.loads((folder / FIT_FILE).read_text())
+        set_torch_rng_state(torch.load(folder / RNG_FILE, weights_only=True))
+        set_host_rng_state(fit)
+        lm = load_base_lm(model_type, model_name=str(folder)).model.to(device)
+        lm.train(fit["training"])  # in the mode the fit left it, as if just fitted
+    elif record.is_file():
+        raise GrueError(
+            f"the supervised warm start this run started from is gone: {folder}",
+            source=str(record),
+            fix="run it again from the start (grue run ... --force)",
+        )
+    else:
+        lm, losses, steps = supervised_fit(config, lm, tokenizer, model_type, samples, seed)
+        fit = {"losses": losses, "optimizer_steps": steps, "training": lm.training, **host_rng_state()}
+        _save(folder, lm, tokenizer, fit)
+        log.info("warm start: supervised fit saved in %s", folder)
+    record.write_text(json.dumps({"key": key}))
+    return lm, fit["losses"], fit["optimizer_steps"]
+
+
+def _save(folder: Path, lm, tokenizer, fit: dict) -> None:
+    """Write the fit to a folder of this process, then rename it into place; a run of the same key
+    that saved first keeps its own (the same fit)."""
+    scratch = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    lm.save_pretrained(scratch)
+    tokenizer.save_pretrained(scratch)  # a folder load_base_lm reads, as any model folder
+    torch.save(torch_rng_state(), scratch / RNG_FILE)
+    (scratch / FIT_FILE).write_text(json.dumps(fit))  # written last: the folder is complete
+    try:
+        scratch.rename(folder)
+    except OSError:  # saved meanwhile by a run of the same key
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,120 @@
+"""A chain's supervised warm start is fitted once and shared: a run that finds the fit of its
+inputs (weights, data, settings, random states) loads it and goes on exactly as if it had fitted
+it, random states included; other inputs fit anew. The tiny GPT-2 here keeps its dropout (0.1),
+so the fit draws from the random state it starts from."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from pathlib import Path
+
+import numpy
+import pytest
+import torch
+
+from grue_bench.data import Sample
+from grue_bench.errors import GrueError
+from grue_bench.runner import warm_start as module
+from grue_bench.runner.grid import build_specs
+from grue_bench.runner.warm_start import FOLDER, warm_start
+from tests.rl.tiny_lm import tiny_causal, word_tokenizer
+from tests.runner.test_runner import grue_run, rows
+
+CONFIG = build_specs(["increasing_numbers"], ["supervised+ppo"], [0], "tiny")[0].config
+POOL = [Sample(id=str(i), prompt_or_input_text=f"{i} {i + 1}", references=[f"{i + 2}"]) for i in range(12)]
+
+
+def start(out: Path, random_state: int = 7):
+    """A chain's warm start in the run folder ``out``, from the random state ``random_state``."""
+    tokenizer = word_tokenizer()
+    lm = tiny_causal(tokenizer, seed=0)
+    torch.manual_seed(random_state)
+    random.seed(random_state)
+    numpy.random.seed(random_state)
+    out.mkdir(parents=True, exist_ok=True)
+    lm, losses, steps = warm_start(CONFIG, lm, tokenizer, "causal", POOL, 0, out, "cpu")
+    after = (torch.get_rng_state(), random.random(), numpy.random.random())
+    return lm, losses, steps, after
+
+
+def same_weights(a, b) -> bool:
+    one, two = a.state_dict(), b.state_dict()
+    return one.keys() == two.keys() and all(torch.equal(one[name], two[name]) for name in one)
+
+
+def same_after(a, b) -> bool:
+    return torch.equal(a[0], b[0]) and a[1:] == b[1:]
+
+
+@pytest.fixture
+def fits(monkeypatch):
+    """The supervised fits actually made."""
+    made = []
+
+    def counted(*args, **kwargs):
+        made.append(args[-1])
+        return fit(*args, **kwargs)
+
+    fit = module.supervised_fit
+    monkeypatch.setattr(module, "supervised_fit", counted)
+    return made
+
+
+def test_a_second_chain_loads_the_fit_and_goes_on_as_if_it_had_fitted_it(tmp_path, fits):
+    ppo = start(tmp_path / "runs/task/supervised+ppo/seed0-a")
+    nlpo = start(tmp_path / "runs/task/supervised+nlpo/seed0-b")
+    assert len(fits) == 1 and len(list((tmp_path / "runs/task" / FOLDER).iterdir())) == 1
+    alone = start(tmp_path / "elsewhere/task/supervised+nlpo/seed0-b")  # fitted by itself
+    assert len(fits) == 2
+    assert same_weights(nlpo[0], alone[0]) and same_weights(ppo[0], alone[0])
+    assert nlpo[1:3] == alone[1:3] and nlpo[0].training == alone[0].training
+    assert same_after(nlpo[3], alone[3]) and same_after(ppo[3], alone[3])
+    assert not same_weights(alone[0], tiny_causal(word_tokenizer(), seed=0))  # it did train
+
+
+def test_another_random_state_is_another_fit(tmp_path, fits):
+    first = start(tmp_path / "runs/task/supervised+ppo/seed0-a", random_state=7)
+    other = start(tmp_path / "runs/task/supervised+nlpo/seed0-b", random_state=8)
+    assert len(fits) == 2 and len(list((tmp_path / "runs/task" / FOLDER).iterdir())) == 2
+    assert not same_weights(first[0], other[0])  # dropout drew from it: sharing would be wrong
+
+
+def test_a_resumed_run_loads_the_fit_it_recorded_whatever_the_random_state(tmp_path, fits):
+    run = tmp_path / "runs/task/supervised+ppo/seed0-a"
+    first = start(run, random_state=7)
+    resumed = start(run, random_state=99)  # a resume skips the test before training
+    assert len(fits) == 1 and same_weights(first[0], resumed[0])
+
+
+def test_a_recorded_fit_that_is_gone_is_an_error_naming_it(tmp_path, fits):
+    run = tmp_path / "runs/task/supervised+ppo/seed0-a"
+    start(run)
+    (fit,) = (tmp_path / "runs/task" / FOLDER).iterdir()
+    (fit / module.FIT_FILE).unlink()
+    with pytest.raises(GrueError) as caught:
+        start(run)
+    assert f"the supervised warm start this run started from is gone: {fit}" in str(caught.value)
+    assert "--force" in str(caught.value)
+
+
+def test_the_chains_of_a_seed_fit_once_and_store_what_each_stores_alone(tmp_path):
+    def run(folder: Path, algs: str):
+        command = grue_run(folder, "--jobs=1")
+        command[command.index("--alg") + 1] = algs
+        folder.mkdir()
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stderr
+
+    log = run(tmp_path / "both", "supervised+ppo,supervised+nlpo")
+    assert log.count("warm start: supervised fit saved") == 1
+    assert log.count("warm start: loading the supervised fit") == 1
+    assert len(list((tmp_path / "both/runs/increasing_numbers" / FOLDER).iterdir())) == 1
+    run(tmp_path / "alone", "supervised+nlpo")
+    query = (
+        "select m.split, m.name, m.iteration, m.value from metrics m join runs r on r.id = m.run_id "
+        "where r.alg = 'supervised+nlpo' and m.name not like 'time/%'"
+    )
+    shared, alone = (sorted(rows(tmp_path / f / "s.sqlite", query)) for f in ("both", "alone"))
+    assert shared == alone and {name for _, name, _, _ in shared} >= {"rollout/reward", "train/policy_loss"}
