@@ -29,6 +29,7 @@ from grue_bench.runner.executor import GridExecutor, GridReport
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.prepare import prepare_here
 from grue_bench.runner.run import execute
+from grue_bench.runner.world import world_size
 from grue_bench.store import Store
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 def launched() -> bool:
     """Whether this process is one of several started by a distributed launcher."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return world_size() > 1
 
 
 def launch_command(target: Sequence[str], processes: int) -> list[str]:
@@ -72,7 +73,7 @@ def relaunch(argv: Sequence[str], processes: int) -> int:
 
 def check_launch(specs: Sequence[RunSpec], processes: int | None, executor: str) -> None:
     """Refuse what a run across several processes cannot do."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = world_size()
     if launched() and processes is not None and processes != world:
         raise GrueError(
             f"--num-processes {processes} in a launch of {world} processes",

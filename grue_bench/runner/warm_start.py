@@ -28,6 +28,7 @@ from grue_bench.errors import GrueError
 from grue_bench.models import load_base_lm
 from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.runner.assemble import supervised_args, supervised_fit
+from grue_bench.runner.world import world_size
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def fit_key(config: RunConfig, lm, tokenizer, model_type: str, samples: Sequence
         "lengths": [env.max_prompt_length, env.max_episode_length, env.prompt_truncation_side],
         "tokenizer": [tokenizer.backend_tokenizer.to_str(), tokenizer.padding_side],
         "seed": seed,
-        "processes": int(os.environ.get("WORLD_SIZE", "1")),
+        "processes": world_size(),
         **host_rng_state(),
     }
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
