@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from grue_bench.rl.kv_cache import cache_keyword, returned_cache
 from grue_bench.rl.policy import causal_position_ids
 
 
@@ -97,7 +98,7 @@ class MaskLogitsProcessor:
                 input_ids=new_ids,
                 attention_mask=attention,
                 position_ids=positions,
-                past_key_values=past,
+                **{cache_keyword(model): past},
                 use_cache=True,
             )
         else:
@@ -109,10 +110,10 @@ class MaskLogitsProcessor:
                 encoder_outputs=self.encoder_outputs,
                 attention_mask=self.prompt_mask,
                 decoder_input_ids=new_ids,
-                past_key_values=past,
+                **{cache_keyword(model): past},
                 use_cache=True,
             )
-        self.seen, self.cache = input_ids, out.past_key_values
+        self.seen, self.cache = input_ids, returned_cache(out)
         return out.logits[:, -1]
 
     @torch.no_grad()

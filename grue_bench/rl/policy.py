@@ -16,6 +16,7 @@ from torch import nn
 
 from grue_bench.rl.adapters import is_adapted
 from grue_bench.rl.batch import TokenBatch
+from grue_bench.rl.kv_cache import cache_keyword, returned_cache
 from grue_bench.rl.logprobs import logprobs_and_entropy, token_logprobs
 
 
@@ -65,11 +66,12 @@ def causal_prompt_pass(
         use_cache=True,
         logits_to_keep=1,
     )
-    logits, hidden = out.logits, (out.hidden_states[-1][:, -1:] if want_hidden else None)
+    cache, logits = returned_cache(out), out.logits
+    hidden = out.hidden_states[-1][:, -1:] if want_hidden else None
     if inverse is not None:
-        out.past_key_values.reorder_cache(inverse)
+        cache.reorder_cache(inverse)
         logits, hidden = logits[inverse], (None if hidden is None else hidden[inverse])
-    return out.past_key_values, logits, hidden
+    return cache, logits, hidden
 
 
 def encoded_prompts(
@@ -142,7 +144,7 @@ def _causal_with_shared_prompts(
         input_ids=inputs[:, prefix_len:],
         attention_mask=attention,
         position_ids=causal_position_ids(attention)[:, prefix_len:],
-        past_key_values=cache,
+        **{cache_keyword(lm): cache},
         output_hidden_states=want_hidden,
         use_cache=True,
     )

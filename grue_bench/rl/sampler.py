@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from grue_bench.rl.compiled import CompiledDecoder
+from grue_bench.rl.kv_cache import cache_keyword, returned_cache
 from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.policy import (
     causal_position_ids,
@@ -166,6 +167,7 @@ def sample(
     batch = prompt_ids.size(0)
     eos = torch.tensor(eos_ids, device=prompt_ids.device, dtype=torch.long)
     prompts, inverse = distinct_prompts(prompt_ids, prompt_mask)  # repeated prompts run once
+    keyword = cache_keyword(lm)
     if model_type == "causal":
         ids = torch.cat([prompt_ids, prompt_ids.new_full((batch, max_new_tokens), pad_id)], dim=1)
         mask = torch.cat([prompt_mask, prompt_mask.new_ones(batch, max_new_tokens)], dim=1)
@@ -190,7 +192,7 @@ def sample(
             use_cache=True,
             output_hidden_states=with_hidden,
         )
-        cache = out.past_key_values
+        cache = returned_cache(out)
         logits, states = _last_step(out, model_type, with_hidden)
     sampling_processors = _sampling_processors(lm, kwargs, start, eos_ids)
     running = torch.ones(batch, dtype=torch.bool, device=prompt_ids.device)
@@ -219,7 +221,7 @@ def sample(
                 input_ids=token[:, None],
                 attention_mask=mask[:, : start + step + 1] if compiled is None else mask,
                 position_ids=position,
-                past_key_values=cache,
+                **{keyword: cache},
                 use_cache=True,
                 output_hidden_states=with_hidden,
             )
@@ -228,12 +230,12 @@ def sample(
                 encoder_outputs=encoded,
                 attention_mask=prompt_mask,
                 decoder_input_ids=token[:, None],
-                past_key_values=cache,
+                **{keyword: cache},
                 use_cache=True,
                 output_hidden_states=with_hidden,
             )
         logits, states = _last_step(out, model_type, with_hidden)
-        cache = out.past_key_values
+        cache = returned_cache(out)
     steps = len(logprobs)
     logprobs = torch.stack(logprobs, dim=1)
     return Sampled(
