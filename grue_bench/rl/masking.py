@@ -70,6 +70,7 @@ class MaskLogitsProcessor:
         self.encoder_outputs = None  # seq2seq: the prompts are encoded once, not at every step
         self.seen: torch.Tensor | None = None  # the sequences the cache holds
         self.cache = None
+        self.cache_keyword = cache_keyword(masker.model)
 
     def masks(self) -> torch.Tensor:
         """The allowed tokens of every generated step [B, T, V]."""
@@ -98,7 +99,7 @@ class MaskLogitsProcessor:
                 input_ids=new_ids,
                 attention_mask=attention,
                 position_ids=positions,
-                **{cache_keyword(model): past},
+                **{self.cache_keyword: past},
                 use_cache=True,
             )
         else:
@@ -110,7 +111,7 @@ class MaskLogitsProcessor:
                 encoder_outputs=self.encoder_outputs,
                 attention_mask=self.prompt_mask,
                 decoder_input_ids=new_ids,
-                **{cache_keyword(model): past},
+                **{self.cache_keyword: past},
                 use_cache=True,
             )
         self.seen, self.cache = input_ids, returned_cache(out)
