@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+import random
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
+import torch
 from tqdm.auto import tqdm
 
 from grue_bench import plugins
@@ -106,8 +110,34 @@ def score(
     split: str | None = None,
 ) -> Scores:
     """Run each metric on the generations. A metric that needs the policy's model is reported as
-    skipped when no model is given (never scored as 0)."""
+    skipped when no model is given (never scored as 0). The global random states are left as
+    they were found (``random_states_kept``)."""
+    with random_states_kept():
+        return _score(metrics, samples, generations, model, split)
 
+
+@contextmanager
+def random_states_kept() -> Iterator[None]:
+    """Restore Python's, NumPy's and torch's global random states on leaving. A metric backend's
+    first use in a process can draw from them (an import does: ``rich.style`` takes
+    ``random.getrandbits``), so without this a run's random states, and the supervised warm start
+    keyed on them, would depend on whether another run of the process had used that backend."""
+    python, host = random.getstate(), numpy.random.get_state()
+    try:
+        with torch.random.fork_rng():
+            yield
+    finally:
+        random.setstate(python)
+        numpy.random.set_state(host)
+
+
+def _score(
+    metrics: Sequence[Component],
+    samples: Sequence[Sample],
+    generations: Sequence[str],
+    model: Any,
+    split: str | None,
+) -> Scores:
     prompts = [s.prompt_or_input_text for s in samples]
     references = [s.references for s in samples]
     metas = [s.meta_data for s in samples]

@@ -1,12 +1,17 @@
 """`grue eval` and the metric suites: ceilings for predictions = references, floors for empty ones."""
 
 import json
+import random
 
+import numpy
 import pytest
+import torch
 
 from grue_bench import plugins
 from grue_bench.datapools import TaskPool
 from grue_bench.evaluation import load_predictions, score
+from grue_bench.metrics.diversity import Diversity
+from grue_bench.schema import Component
 from grue_bench.tasks import GRUE_TASKS
 
 # (key, value for predictions = first reference, value for empty predictions); exact unless noted.
@@ -77,6 +82,25 @@ def test_metric_needing_the_policy_model_is_skipped_with_a_reason_not_scored():
     scores = score(spec.metrics, samples, [s.references[0] for s in samples])
     assert "causal_perplexity" in scores.skipped and "--model" in scores.skipped["causal_perplexity"]
     assert not any("perplexity" in key for key in scores.corpus())
+
+
+def test_scoring_leaves_the_random_states_as_it_found_them(monkeypatch):
+    """A metric's first use may draw from the global random states (an import does); the run's
+    streams, and the warm-start key hashed from them, must not depend on it."""
+    compute = Diversity.compute
+
+    def drawing(self, *args, **kwargs):
+        random.random(), numpy.random.rand(), torch.rand(1)
+        return compute(self, *args, **kwargs)
+
+    monkeypatch.setattr(Diversity, "compute", drawing)
+    samples = _subset("imdb", 5)
+    random.seed(3), numpy.random.seed(3), torch.manual_seed(3)
+    expected = random.random(), numpy.random.rand(), torch.rand(1).item()
+    random.seed(3), numpy.random.seed(3), torch.manual_seed(3)
+    scores = score([Component(id="diversity")], samples, [s.references[0] for s in samples])
+    assert scores.corpus()["diversity_metrics/distinct-1"] > 0
+    assert (random.random(), numpy.random.rand(), torch.rand(1).item()) == expected
 
 
 def _write(path, rows):
