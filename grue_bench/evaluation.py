@@ -124,7 +124,8 @@ def random_states_kept() -> Iterator[None]:
     keyed on them, would depend on whether another run of the process had used that backend."""
     python, host = random.getstate(), numpy.random.get_state()
     try:
-        with torch.random.fork_rng():
+        devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+        with torch.random.fork_rng(devices=devices):  # a metric's models run on the current device
             yield
     finally:
         random.setstate(python)
