@@ -5,21 +5,19 @@ from __future__ import annotations
 import json
 import logging
 import math
-import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy
-import torch
 from tqdm.auto import tqdm
 
 from grue_bench import plugins
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import MetricScores
+from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.schema import Component
 
 log = logging.getLogger(__name__)
@@ -122,14 +120,12 @@ def random_states_kept() -> Iterator[None]:
     first use in a process can draw from them (an import does: ``rich.style`` takes
     ``random.getrandbits``), so without this a run's random states, and the supervised warm start
     keyed on them, would depend on whether another run of the process had used that backend."""
-    python, host = random.getstate(), numpy.random.get_state()
+    host, device = host_rng_state(), torch_rng_state()
     try:
-        devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-        with torch.random.fork_rng(devices=devices):  # a metric's models run on the current device
-            yield
+        yield
     finally:
-        random.setstate(python)
-        numpy.random.set_state(host)
+        set_host_rng_state(host)
+        set_torch_rng_state(device)
 
 
 def _score(
