@@ -15,10 +15,12 @@ from grue_bench.submit.validate import ValidSubmission, validate
 from grue_bench.tasks import GRUE_TASKS
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines"
-PROFILE_TASKS = {"tiny": tuple(GRUE_TASKS)}
+PROFILE_TASKS = {"tiny": tuple(GRUE_TASKS), "small": ("imdb", "daily_dialog")}
 """The tasks each profile's reference baselines cover."""
-RESCORED_TASK = {"tiny": "totto"}
+RESCORED_TASK = {"tiny": "totto", "small": "daily_dialog"}
 """The task whose seed 0 is re-scored here, per profile (one is enough to catch a drift)."""
+NEEDS_THE_MODEL = {"fluency_metrics/perplexity"}
+"""Stated numbers that re-scoring cannot check: they need the trained policy, a submission holds text."""
 SHIPPED = {
     folder_name(profile, row): (f"{row} ({profile})", profile) for profile in PROFILE_TASKS for row in ROWS
 }
@@ -46,9 +48,9 @@ def test_rescored_numbers_equal_the_stated_ones(shipped: ValidSubmission):
     one_seed = ValidSubmission(shipped.root, shipped.meta, {name: replace(task, seeds={0: task.seeds[0]})})
     rescored = rescore(one_seed).tasks[name].seeds[0]
     stated = shipped.meta.tasks[name].scores[0]
-    assert set(rescored) == set(stated)
-    assert all(agrees(stated[key], rescored[key]) for key in stated), {
-        key: (stated[key], rescored[key]) for key in stated if not agrees(stated[key], rescored[key])
+    assert set(rescored) == set(stated) - NEEDS_THE_MODEL
+    assert all(agrees(stated[key], rescored[key]) for key in rescored), {
+        key: (stated[key], rescored[key]) for key in rescored if not agrees(stated[key], rescored[key])
     }
 
 
