@@ -10,7 +10,7 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from grue_bench.classifiers.bow import FORMAT_VERSION, BowClassifier, BowConfig
+from grue_bench.classifiers.bow import FIT_VERSION, FORMAT_VERSION, BowClassifier, BowConfig
 from grue_bench.classifiers.datasets import LabelledTexts
 from grue_bench.paths import cache_dir
 
@@ -21,6 +21,7 @@ def cache_key(data: LabelledTexts, config: BowConfig) -> str:
     """A hash of everything that changes the trained weights."""
     payload = {
         "format_version": FORMAT_VERSION,
+        "fit_version": FIT_VERSION,
         "config": asdict(config),
         "texts": data.texts,
         "labels": data.labels,
