@@ -10,7 +10,19 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from grue_bench import __version__
-from grue_bench.commands import compare, crowd, export, ls, merge, report, run, runs, submit, validate
+from grue_bench.commands import (
+    backfill,
+    compare,
+    crowd,
+    export,
+    ls,
+    merge,
+    report,
+    run,
+    runs,
+    submit,
+    validate,
+)
 from grue_bench.commands import eval as eval_command
 from grue_bench.errors import GrueError
 
@@ -20,6 +32,7 @@ SUBCOMMANDS: dict[str, tuple[ModuleType, str]] = {
     "run": (run, "train and evaluate tasks x algorithms x seeds into a results store"),
     "runs": (runs, "list the runs in a results store"),
     "merge": (merge, "copy the finished runs of other stores into one (a grid split across machines)"),
+    "backfill": (backfill, "per-sample scores for stored runs, from their generations (older stores)"),
     "ls": (ls, "list what is registered: tasks, datapools, rewards, metrics, algorithms, policies"),
     "validate": (validate, "check config or task files and show the resolved config"),
     "eval": (eval_command, "score a predictions file with a task's metric suite"),

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from grue_bench import plugins
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
-from grue_bench.metrics.base import MetricScores
+from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.schema import Component
 
@@ -93,10 +93,43 @@ class Scores:
 
     results: dict[str, MetricScores] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    """Metric key -> one value per sample whose mean is the key's corpus score (``sample_values``);
+    keys without such values (distinct-n, perplexity of the references) are absent."""
 
     def corpus(self) -> dict[str, float]:
         """Metric key -> corpus score, flattened over metric ids."""
         return {key: corpus for scores in self.results.values() for key, (_, corpus) in scores.items()}
+
+    def of_sample(self, index: int) -> dict[str, float]:
+        """Metric key -> the value of the ``index``-th sample."""
+        return {key: values[index] for key, values in self.samples.items()}
+
+
+def sample_values(
+    metric: Metric, scores: MetricScores, generations: list[str], references: list[list[str]]
+) -> dict[str, list[float]]:
+    """Per key, values whose mean over the samples is the corpus score: the per-sample scores when
+    the corpus score is their mean; else, where the metric computes its corpus score without each
+    sample (``leave_one_out``), the jackknife linearization ``θ + (N − 1)(mean_j θ₋ⱼ − θ₋ᵢ)``
+    (the pseudo-values, centred on θ: their variance over N is the jackknife variance)."""
+    values: dict[str, list[float]] = {}
+    unresolved = []
+    for key, (per_sample, corpus) in scores.items():
+        if _is_mean(per_sample, corpus, len(generations)):
+            values[key] = [float(v) for v in per_sample]
+        else:
+            unresolved.append(key)
+    if unresolved and len(generations) > 1:
+        left_out = metric.leave_one_out(list(generations), references) or {}
+        n = len(generations)
+        for key in unresolved:
+            if key in left_out:
+                loo = left_out[key]
+                centre = sum(loo) / n
+                corpus = scores[key][1]
+                values[key] = [corpus + (n - 1) * (centre - v) for v in loo]
+    return values
 
 
 def score(
@@ -128,6 +161,13 @@ def random_states_kept() -> Iterator[None]:
         set_torch_rng_state(device)
 
 
+def _is_mean(per_sample: list[float] | None, corpus: float, count: int) -> bool:
+    """Whether the corpus score is the mean of one per-sample score per generation."""
+    if not per_sample or len(per_sample) != count:
+        return False
+    return math.isclose(sum(per_sample) / count, corpus, rel_tol=1e-6, abs_tol=1e-9)
+
+
 def _score(
     metrics: Sequence[Component],
     samples: Sequence[Sample],
@@ -150,5 +190,6 @@ def _score(
             if not math.isfinite(corpus):
                 raise GrueError(f"metric '{component.id}' gave a non-finite score for '{key}'", key=key)
         out.results[component.id] = scores
+        out.samples.update(sample_values(metric, scores, list(generations), references))
         log.debug("%s: %s", component.id, {k: v[1] for k, v in scores.items()})
     return out

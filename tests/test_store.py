@@ -121,7 +121,7 @@ START_KEY = run_key("imdb", "ppo", 0, "abc123")
 
 
 def old_store(path: Path, version: int) -> None:
-    """A store as schema version 1, 2 or 3 wrote it (before the crowd tables), with one run left
+    """A store as schema version 1-4 wrote it (before 4, without the crowd tables), with one run left
     'running' and its metric."""
     with sqlite3.connect(path) as conn:
         for statement in store_schema.SCHEMA:
@@ -129,8 +129,10 @@ def old_store(path: Path, version: int) -> None:
         added = {3: list(OWNER_COLUMNS), 4: ["skipped_metrics"]}
         for column in [column for since, columns in added.items() if since > version for column in columns]:
             conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
-        conn.execute("DROP TABLE crowd_items")
-        conn.execute("DROP TABLE crowd_batches")
+        if version < 4:
+            conn.execute("DROP TABLE crowd_items")
+            conn.execute("DROP TABLE crowd_batches")
+        conn.execute("DROP TABLE sample_scores")
         conn.execute("INSERT INTO schema_version VALUES (?)", [version])
         conn.execute(
             "INSERT INTO runs (key, task, alg, seed, profile, config, config_hash, status, source, "
@@ -157,6 +159,15 @@ def test_a_schema_1_store_gains_the_queued_status_and_keeps_its_rows(tmp_path: P
         assert len(reopened.runs()) == 1
 
 
+def test_a_schema_4_store_gains_an_empty_sample_scores_table(tmp_path: Path):
+    path = tmp_path / "v4.db"
+    old_store(path, 4)
+    with Store(path) as migrated:
+        assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+        assert migrated.db["sample_scores"].count == 0
+        assert migrated.curves(1, "train") == {"loss": [(0, 1.0)]}
+
+
 def test_a_schema_2_store_gains_run_owners_and_its_running_run_is_taken_up(tmp_path: Path):
     path = tmp_path / "v2.db"
     old_store(path, 2)
@@ -175,7 +186,8 @@ def test_a_schema_3_store_gains_skipped_metrics_and_the_crowd_tables_and_keeps_i
     old_store(path, 3)
     with Store(path) as migrated:
         assert migrated.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
-        assert SCHEMA_VERSION == 4
+        assert SCHEMA_VERSION == 5  # and the sample_scores table, from 4 to 5
+        assert "sample_scores" in migrated.db.table_names()
         left = migrated.get_run(START_KEY)
         assert left.status == "running" and left.skipped_metrics == {}
         assert migrated.curves(1, "train") == {"loss": [(0, 1.0)]}

@@ -25,6 +25,15 @@ class Metric(ABC):
         """True when ``compute`` must be given the policy's model (e.g. perplexity under it)."""
         return False
 
+    def leave_one_out(
+        self, generated_texts: list[str], reference_texts: list[list[str]]
+    ) -> dict[str, list[float]] | None:
+        """For a corpus-level score that is not the mean of its per-sample scores (BLEU, chrF,
+        TER): per key, the corpus score without sample i, for every i, computed from per-sample
+        sufficient statistics. None (the default): the metric has none, and its intervals are over
+        seeds only."""
+        return None
+
     @abstractmethod
     def compute(
         self,

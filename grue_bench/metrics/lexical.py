@@ -233,6 +233,24 @@ class _SacreMetric(Metric):
         ]
         return {self.key: (per_sample, float(corpus.score) / SACREBLEU_SCALE)}
 
+    def leave_one_out(
+        self, generated_texts: list[str], reference_texts: list[list[str]]
+    ) -> dict[str, list[float]] | None:
+        """The corpus score without each sample, from sacrebleu's per-sentence statistics (the
+        sums the corpus score is computed from)."""
+        metric = self._corpus_metric
+        rows = metric._extract_corpus_statistics(generated_texts, reference_streams(reference_texts))
+        totals = [sum(column) for column in zip(*rows, strict=True)]
+        return {
+            self.key: [
+                float(
+                    metric._compute_score_from_stats([t - v for t, v in zip(totals, row, strict=True)]).score
+                )
+                / SACREBLEU_SCALE
+                for row in rows
+            ]
+        }
+
 
 class SacreBleu(_SacreMetric):
     """sacrebleu BLEU / 100 (0-1); sentence scores use effective order, as sacrebleu recommends."""

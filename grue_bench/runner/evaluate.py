@@ -36,8 +36,14 @@ def evaluate(
         lm.tokenizer = tokenizer  # model-bound metrics (perplexity) read it from the model
     scores = score(metrics, samples, texts, model=lm if model_type == "causal" else None, split=split)
     rows = [
-        {"sample_id": s.id, "prompt": s.prompt_or_input_text, "text": t, "references": s.references}
-        for s, t in zip(samples, texts, strict=True)
+        {
+            "sample_id": s.id,
+            "prompt": s.prompt_or_input_text,
+            "text": t,
+            "references": s.references,
+            "scores": scores.of_sample(i),
+        }
+        for i, (s, t) in enumerate(zip(samples, texts, strict=True))
     ]
     return scores, rows
 

@@ -16,7 +16,7 @@ from grue_bench.errors import GrueError
 from grue_bench.store.db import Store
 from grue_bench.store.schema import SCHEMA_VERSION
 
-RUN_ROW_TABLES = ("metrics", "generations")
+RUN_ROW_TABLES = ("metrics", "generations", "sample_scores")
 """The tables whose rows belong to one run (``run_id``) and travel with it."""
 
 

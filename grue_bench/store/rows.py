@@ -26,15 +26,21 @@ SPLITS = ("train", "validation", "test", "rollout")
 
 _METRIC_PK = ("run_id", "split", "name", "iteration")
 _GENERATION_PK = ("run_id", "split", "iteration", "sample_id")
+_SAMPLE_SCORE_PK = ("run_id", "split", "iteration", "name", "sample_id")
 
 
-class Generation(TypedDict):
-    """One generated sample, as given to ``add_generations``."""
-
+class _GenerationText(TypedDict):
     sample_id: str
     prompt: str
     text: str
     references: list[str]
+
+
+class Generation(_GenerationText, total=False):
+    """One generated sample, as given to ``add_generations``; ``scores`` (metric key -> the sample's
+    value, see ``sample_scores``) go to the ``sample_scores`` table."""
+
+    scores: dict[str, float]
 
 
 class RowTables:
@@ -52,6 +58,35 @@ class RowTables:
         """Write generated samples for one (iteration, split); rewriting a sample replaces it."""
         with transaction(self.db):
             write_generations(self.db, run_id, iteration, split, rows)
+
+    def add_sample_scores(
+        self, run_id: int, iteration: int, split: str, values: Mapping[str, Mapping[str, float]]
+    ) -> None:
+        """Write per-sample values (metric key -> sample id -> value) of one (iteration, split)."""
+        with transaction(self.db):
+            write_sample_scores(self.db, run_id, iteration, split, values)
+
+    def sample_scores(self, run_id: int, split: str, iteration: int) -> dict[str, dict[str, float]]:
+        """Metric key -> sample id -> value, of one evaluation of a run."""
+        result: dict[str, dict[str, float]] = {}
+        rows = self.db.execute(
+            "SELECT name, sample_id, value FROM sample_scores "
+            "WHERE run_id = ? AND split = ? AND iteration = ?",
+            [run_id, split, iteration],
+        )
+        for name, sample_id, value in rows:
+            result.setdefault(name, {})[sample_id] = value
+        return result
+
+    def sample_scores_table(self, split: str = "test") -> pd.DataFrame:
+        """Every per-sample value of ``split`` (run_id, iteration, name, sample_id, value)."""
+        import pandas as pd
+
+        return pd.read_sql_query(
+            "SELECT run_id, iteration, name, sample_id, value FROM sample_scores WHERE split = ?",
+            self.db.conn,
+            params=[split],
+        )
 
     def curves(self, run_id: int, split: str) -> dict[str, list[tuple[int, float]]]:
         """Each metric of a run's split as (iteration, value) pairs, by iteration."""
@@ -146,6 +181,42 @@ def write_generations(
     ]
     if records:
         db["generations"].upsert_all(records, pk=_GENERATION_PK)
+    scores: dict[str, dict[str, float]] = {}
+    for row in rows:
+        for name, value in row.get("scores", {}).items():
+            scores.setdefault(name, {})[str(row["sample_id"])] = value
+    write_sample_scores(db, run_id, iteration, split, scores)
+
+
+def write_sample_scores(
+    db: Database, run_id: int, iteration: int, split: str, values: Mapping[str, Mapping[str, float]]
+) -> None:
+    """Upsert per-sample values, metric key -> sample id -> value (inside the caller's transaction);
+    a non-finite value is a GrueError naming the metric and the sample."""
+    _check_split(split)
+    records = []
+    for name, by_sample in values.items():
+        for sample_id, value in by_sample.items():
+            number = float(value)
+            if not math.isfinite(number):
+                raise GrueError(
+                    f"metric '{name}' is {value!r} on sample {sample_id} (run {run_id}, iteration "
+                    f"{iteration}, split {split}); the store keeps finite numbers only",
+                    key=name,
+                    fix="drop or repair this metric's per-sample values before logging them",
+                )
+            records.append(
+                {
+                    "run_id": run_id,
+                    "split": split,
+                    "iteration": iteration,
+                    "name": name,
+                    "sample_id": str(sample_id),
+                    "value": number,
+                }
+            )
+    if records:
+        db["sample_scores"].upsert_all(records, pk=_SAMPLE_SCORE_PK)
 
 
 def _check_split(split: str) -> None:

@@ -23,7 +23,7 @@ from grue_bench.store.claims import OWNER_COLUMNS
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Crowd batches (grue crowd export): the blinded mapping from a batch's items to the systems behind
 # them. "IF NOT EXISTS": they came within schema version 1, so some older stores have them already.
@@ -53,6 +53,19 @@ CROWD_TABLES = [
         PRIMARY KEY (batch_id, item_id, slot)
     ) WITHOUT ROWID""",
 ]
+
+# Per-sample scores (schema 5): for each metric key that has them, one value per generated sample,
+# whose mean over the samples of an evaluation is the logged corpus score: the sample's own score
+# for a mean over samples, its jackknife linearization for a corpus-level metric (BLEU, chrF, TER).
+SAMPLE_SCORES_TABLE = """CREATE TABLE sample_scores (
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        split TEXT NOT NULL CHECK (split IN ('train', 'validation', 'test', 'rollout')),
+        iteration INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        sample_id TEXT NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (run_id, split, iteration, name, sample_id)
+    ) WITHOUT ROWID"""
 
 # Closed sets are CHECKed, so a bad row never lands; changing a table means a new SCHEMA_VERSION.
 SCHEMA = [
@@ -133,6 +146,7 @@ SCHEMA = [
         created_at TEXT NOT NULL
     )""",
     *CROWD_TABLES,
+    SAMPLE_SCORES_TABLE,
 ]
 
 
@@ -187,10 +201,17 @@ def _add_crowd_tables_and_skipped_metrics(db: Database) -> None:
     _add_columns(db, {"skipped_metrics": "TEXT"}, version=3)
 
 
+def _add_sample_scores(db: Database) -> None:
+    """Schema 4 -> 5: the per-sample scores table (empty: ``grue backfill`` fills it for the runs
+    already stored, from their stored generations)."""
+    db.execute(SAMPLE_SCORES_TABLE)
+
+
 MIGRATIONS: dict[int, Callable[[Database], None]] = {
     1: _admit_queued_status,
     2: _add_run_owner,
     3: _add_crowd_tables_and_skipped_metrics,
+    4: _add_sample_scores,
 }
 """Migration from schema version N to N+1, keyed by N; applied in one transaction on open."""
 

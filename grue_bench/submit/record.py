@@ -74,14 +74,16 @@ def record(
                         fix="record the submission into another store, or pass --replace",
                     )
                 texts = task.seeds[seed].texts
+                per_sample = rescored.tasks[task_id].samples[seed]
                 rows = [
                     {
                         "sample_id": s.id,
                         "prompt": s.prompt_or_input_text,
                         "text": t,
                         "references": s.references,
+                        "scores": per_sample.of_sample(i),
                     }
-                    for s, t in zip(task.samples, texts, strict=True)
+                    for i, (s, t) in enumerate(zip(task.samples, texts, strict=True))
                 ]
                 store.finish_run(
                     run.id,

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from grue_bench import plugins
-from grue_bench.evaluation import score
+from grue_bench.evaluation import Scores, score
 from grue_bench.submit.validate import ValidSubmission
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,8 @@ class TaskScores:
     task: str
     seeds: dict[int, dict[str, float]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    samples: dict[int, Scores] = field(default_factory=dict)
+    """Per seed, the whole scoring (its per-sample values go to the store with the generations)."""
 
     def mean(self) -> dict[str, float]:
         """Each metric's mean over seeds."""
@@ -79,6 +81,7 @@ def rescore(submission: ValidSubmission) -> Rescored:
             log.info("re-scoring %s seed %d (%s)", task_id, seed, generations.path)
             found = score(metrics, task.samples, generations.texts, model=None, split="test")
             scores.seeds[seed] = found.corpus()
+            scores.samples[seed] = found
             scores.skipped.update(found.skipped)
         _compare(submission, scores, result)
     return result
