@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from grue_bench.cli import main
 from grue_bench.commands.runs import _format_duration, format_runs
 from grue_bench.store import Store
 
@@ -18,11 +19,37 @@ def test_format_runs(tmp_path: Path):
         bad = start(store, seed=1)
         store.fail_run(bad.id, "ValueError: bad reward\n  at line 3")
         lines = format_runs(store.runs()).splitlines()
-    assert lines[0].split() == ["key", "task", "alg", "seed", "profile", "status", "duration", "error"]
+    assert lines[0].split() == [
+        "key",
+        "task",
+        "alg",
+        "seed",
+        "profile",
+        "status",
+        "duration",
+        "collapse",
+        "error",
+    ]
     assert lines[1].split()[:6] == [ok.key[:10], "imdb", "ppo", "0", "tiny", "finished"]
     assert lines[2].split()[:6] == [bad.key[:10], "imdb", "ppo", "1", "tiny", "failed"]
     assert lines[2].endswith("ValueError: bad reward") and "line 3" not in lines[2]
     assert len(lines) == 3
+
+
+def test_grue_runs_flags_a_collapsed_run_with_its_reason(tmp_path: Path, capsys):
+    path = tmp_path / "grue.db"
+    with Store(path) as store:
+        for seed, texts in ((0, ["a fine reply", "another one", "and a third"]), (1, ["", "", "ok then"])):
+            run = start(store, seed=seed)
+            rows = [
+                {"sample_id": f"s{i}", "prompt": "p", "text": t, "references": ["a reply of four"]}
+                for i, t in enumerate(texts)
+            ]
+            store.finish_run(run.id, iteration=1, generations={"test": rows})
+    assert main(["runs", "--store", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[7] == "-"  # not flagged
+    assert "67% empty outputs" in lines[2] and "length 0.17× the references'" in lines[2]
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [(None, "-"), (4.25, "4.2s"), (125, "2m05s"), (7380, "2h03m")])

@@ -1,9 +1,11 @@
-"""List the runs in a results store (task, algorithm, seed, profile, status, duration, error)."""
+"""List the runs in a results store (task, algorithm, seed, profile, status, duration, error), with
+each done run's collapse flag on its final test generations (empty, repeated or identical outputs;
+the thresholds are README's)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,16 +31,27 @@ def run(args: argparse.Namespace) -> int:
         raise GrueError(
             "store not found", source=str(args.store), fix="give --store, or run `grue run` first"
         )
+    from grue_bench.report.collapse import output_stats
+    from grue_bench.store import DONE
+
     with Store(args.store) as store:
-        print(format_runs(store.runs(task=args.task, alg=args.alg, status=args.status)))
+        records = store.runs(task=args.task, alg=args.alg, status=args.status)
+        flags = {}
+        for record in records:
+            generations = store.generations(record.id, "test") if record.status in DONE else []
+            if generations:
+                stats = output_stats([g["text"] for g in generations], [g["references"] for g in generations])
+                flags[record.id] = "; ".join(stats.reasons()) or "-"
+        print(format_runs(records, flags))
     return 0
 
 
-def format_runs(records: Sequence[RunRecord]) -> str:
-    """A plain text table of runs for ``grue runs``."""
+def format_runs(records: Sequence[RunRecord], collapse: Mapping[int, str] | None = None) -> str:
+    """A plain text table of runs for ``grue runs``; ``collapse``: run id -> its flag's reasons."""
     if not records:
         return "no runs"
-    header = ("key", "task", "alg", "seed", "profile", "status", "duration", "error")
+    collapse = collapse or {}
+    header = ("key", "task", "alg", "seed", "profile", "status", "duration", "collapse", "error")
     rows = [
         (
             r.key[:10],
@@ -48,6 +61,7 @@ def format_runs(records: Sequence[RunRecord]) -> str:
             r.profile,
             r.status,
             _format_duration(r.duration_s),
+            collapse.get(r.id, ""),
             _truncate(_first_line(r.error), 60),
         )
         for r in records
