@@ -90,6 +90,14 @@ class CrowdSpec(Strict):
     a dict with 'name' (the Likert form's column), 'label', and 'text' or 'table' (rows of cells)."""
 
 
+class FloorsSpec(Strict):
+    """How the task's trivial baselines are made (the leaderboard's ``floor:*`` rows)."""
+
+    copy_input: str
+    """'module:function(row) -> str': the task's natural copy of its input, from a data row
+    (``id``, ``prompt``, ``references``, ``meta``): e.g. a dialogue's last utterance."""
+
+
 class TaskSpec(Strict):
     """A task plugin's definition, read from its ``task.yaml``."""
 
@@ -113,6 +121,8 @@ class TaskSpec(Strict):
     """None: the leaderboard shows the task but ranks no algorithm on it."""
     crowd: CrowdSpec | None = None
     """None: the crowd forms show the prompt as the input (and the task has no Likert form)."""
+    floors: FloorsSpec | None = None
+    """None: the task has no ``floor:copy`` row (the other floors need no hook)."""
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per profile (tiny, small, paper): a partial run config (tokenizer, env, alg,
     train_evaluation) whose ``alg`` holds what all algorithms share, plus ``algs``: per

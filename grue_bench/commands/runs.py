@@ -25,14 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # start-up time: `grue --help` imports every command module (cli.py)
     from grue_bench.errors import GrueError
-    from grue_bench.store import Store
+    from grue_bench.report.collapse import output_stats
+    from grue_bench.store import DONE, Store
 
     if not args.store.is_file():
         raise GrueError(
             "store not found", source=str(args.store), fix="give --store, or run `grue run` first"
         )
-    from grue_bench.report.collapse import output_stats
-    from grue_bench.store import DONE
 
     with Store(args.store) as store:
         records = store.runs(task=args.task, alg=args.alg, status=args.status)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from grue_bench.errors import MissingAssetError
@@ -14,6 +14,11 @@ MetricScores = dict[str, tuple[list[float] | None, float]]
 
 class Metric(ABC):
     """Scores generations against references; constructor kwargs are the YAML ``args``."""
+
+    reference_free: ClassVar[bool] = False
+    """True when a sample's score does not compare the output with the references (a judge of the
+    output alone, or of it against the sample's own label; diversity): the human ceiling of such a
+    metric is its score on the references themselves."""
 
     @classmethod
     def missing_asset(cls, **args: Any) -> MissingAssetError | None:

@@ -27,6 +27,8 @@ class SentimentScore(Metric):
     A hub model reads a text too long for it from the end (RL4LMs truncates on the left).
     """
 
+    reference_free = True
+
     def __init__(
         self,
         model_name: str | None = None,
@@ -69,6 +71,8 @@ class SentimentScore(Metric):
 class VaderSentiment(Metric):
     """VADER's compound sentiment of each generation, in [-1, 1] (the lexicon ships with vaderSentiment)."""
 
+    reference_free = True
+
     def __init__(self) -> None:
         try:
             from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -101,6 +105,8 @@ class IntentAccuracy(Metric):
     ``rajkumarrrk/roberta-daily-dialog-intent-classifier``) or a folder; unset, the offline classifier
     trained on the shipped DailyDialog train replies is used.
     """
+
+    reference_free = True
 
     def __init__(self, model_name: str | None = None, batch_size: int = 32) -> None:
         self.classifier = intent_classifier(model_name, batch_size=batch_size)

@@ -47,6 +47,8 @@ def msttr(tokens: Sequence[str], window: int = 100) -> float:
 class Diversity(Metric):
     """distinct-1/2, unique-1/2, entropy-1..4, msttr-100, mean_pred_length and vocab_size."""
 
+    reference_free = True
+
     def __init__(self, window: int = 100):
         """``window`` is MSTTR's segment length (the key stays ``msttr-100`` only when it is 100)."""
         self._window = window

@@ -16,3 +16,8 @@ def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
     """What a crowd worker reads: the concepts."""
     concepts = meta.get("concepts") or prompt.split()
     return [{"name": "concepts", "label": "Concepts", "text": ", ".join(concepts)}]
+
+
+def copy_floor(row: dict) -> str:
+    """The floor:copy output: the concepts, space-separated."""
+    return " ".join((row.get("meta") or {}).get("concepts") or row["prompt"].split())

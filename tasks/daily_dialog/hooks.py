@@ -27,3 +27,9 @@ def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
     speakers = ["B" if (len(turns) - index) % 2 else "A" for index in range(len(turns))]
     history = "\n".join(f"{speaker}: {turn}" for speaker, turn in zip(speakers, turns, strict=True))
     return [{"name": "history", "label": "Conversation so far", "text": history}]
+
+
+def copy_floor(row: dict) -> str:
+    """The floor:copy output: the conversation's last utterance."""
+    turns = [turn.strip() for turn in row["prompt"].split("<EOU>") if turn.strip()]
+    return turns[-1] if turns else ""

@@ -2,6 +2,7 @@
 crowd form's view of a sample."""
 
 import hashlib
+import re
 
 
 def from_hub(row: dict, index: int) -> dict:
@@ -19,3 +20,9 @@ def from_hub(row: dict, index: int) -> dict:
 def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
     """What a crowd worker reads: the beginning of the review."""
     return [{"name": "review_start", "label": "Beginning of the review", "text": prompt}]
+
+
+def copy_floor(row: dict) -> str:
+    """The floor:copy output: the prompt's last sentence."""
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", row["prompt"].strip()) if s]
+    return sentences[-1] if sentences else ""

@@ -9,3 +9,8 @@ def from_hub(row: dict, index: int) -> dict:
 def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
     """What a crowd worker reads: the English sentence."""
     return [{"name": "source", "label": "English sentence", "text": prompt}]
+
+
+def copy_floor(row: dict) -> str:
+    """The floor:copy output: the English source itself."""
+    return row["prompt"]

@@ -24,3 +24,12 @@ def crowd_blocks(prompt: str, meta: dict) -> list[dict]:
         {"name": "summary", "label": "Story summary", "text": summary},
         {"name": "question", "label": "Question", "text": question},
     ]
+
+
+def copy_floor(row: dict) -> str:
+    """The floor:copy output: the question."""
+    question = (row.get("meta") or {}).get("question")
+    if question:
+        return question
+    match = re.match(r"question:\s*(.*?)\s*context:", row["prompt"], re.DOTALL)
+    return match.group(1) if match else row["prompt"]

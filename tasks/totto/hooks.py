@@ -89,3 +89,9 @@ def cells_from_prompt(prompt: str) -> tuple[list[list[dict]], tuple[str, str]]:
         values.append({"value": value, "is_header": False, "highlighted": True})
     table = [headers, values] if values else [[{"value": prompt, "is_header": False}]]
     return table, (tag("page_title", prompt), tag("section_title", prompt))
+
+
+def copy_floor(row: dict) -> str:
+    """The floor:copy output: the highlighted cells' values, in order."""
+    cells = (row.get("meta") or {}).get("highlighted_cell_details") or []
+    return " ".join(cell["value"] for cell in cells)

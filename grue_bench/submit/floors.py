@@ -1,0 +1,207 @@
+"""A task's trivial floors and its human ceiling, scored on a split with the task's metric suite.
+
+Every leaderboard table and ``baselines/COMPARISON.md`` shows them as rows, so that a trained row
+can be read against what no training achieves:
+
+- ``floor:empty``: the empty output for every input.
+- ``floor:copy``: the task's natural copy of its input (its ``floors.copy_input`` hook: IMDB the prompt's
+  last sentence, CNN/DM the article's first three sentences, ToTTo the highlighted cells' values,
+  IWSLT the English source, CommonGen the concepts, NarrativeQA the question, DailyDialog the last
+  utterance).
+- ``floor:constant``: one output for every input: of ``CONSTANT_CANDIDATES`` train references
+  (evenly spaced over the train split), the one whose headline is best over ``CONSTANT_PROMPTS``
+  train samples (evenly spaced): a sample of the train split, chosen on train only.
+- ``floor:other-reference``: each sample's output is the next test sample's first reference.
+- ``ceiling:human``: a reference scored as an output. For a metric that compares the output with
+  the references, over the samples with two or more: the first against the others (how many is
+  stated); for a reference-free metric (a judge of the output alone or against the sample's own
+  label: sentiment, intent accuracy, diversity), the first reference of every sample.
+
+A floor's outputs do not depend on a seed: its rows are deterministic (one line, no seed variance).
+Metrics that need the policy's model (perplexity) have no floor value. Rows are cached under
+``cache_dir()/floors``, keyed by the task, its version, the split's samples, the suite and
+``FLOORS_VERSION``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from grue_bench import __version__, plugins
+from grue_bench.data import Sample, read_jsonl
+from grue_bench.datapools import TaskPool
+from grue_bench.evaluation import Scores, score
+from grue_bench.paths import cache_dir
+from grue_bench.report.schema import load_schema
+from grue_bench.schema import Component
+from grue_bench.tasks import TaskSpec
+
+log = logging.getLogger(__name__)
+
+FLOORS_VERSION = 1
+CONSTANT_CANDIDATES = 40
+CONSTANT_PROMPTS = 100
+EMPTY, COPY, CONSTANT, OTHER_REFERENCE = (
+    "floor:empty",
+    "floor:copy",
+    "floor:constant",
+    "floor:other-reference",
+)
+CEILING = "ceiling:human"
+FLOORS = (EMPTY, COPY, CONSTANT, OTHER_REFERENCE)
+
+
+@dataclass
+class ReferenceRow:
+    """A floor or the ceiling: per metric key, its per-sample values and its corpus score."""
+
+    name: str
+    note: str
+    corpus: dict[str, float] = field(default_factory=dict)
+    samples: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Metric key -> sample id -> value (keys with per-sample values only)."""
+    sample_count: dict[str, int] = field(default_factory=dict)
+    """Metric key -> how many test samples the value rests on."""
+
+    def add(self, scores: Scores, samples: Sequence[Sample], keys: set[str] | None = None) -> None:
+        """Take ``scores`` of ``samples`` (only ``keys``, when given)."""
+        for key, value in scores.corpus().items():
+            if keys is None or key in keys:
+                self.corpus[key] = value
+                self.sample_count[key] = len(samples)
+                if key in scores.samples:
+                    self.samples[key] = {s.id: v for s, v in zip(samples, scores.samples[key], strict=True)}
+
+
+def evenly(items: Sequence, count: int) -> list:
+    """``count`` items spread evenly over ``items`` (all of them when fewer)."""
+    if len(items) <= count:
+        return list(items)
+    step = len(items) / count
+    return [items[int(i * step)] for i in range(count)]
+
+
+def task_rows(
+    task_id: str, split: str = "test", metrics: Sequence[Component] | None = None
+) -> list[ReferenceRow]:
+    """The floors and the ceiling of ``task_id`` on ``split`` (cached)."""
+    spec = plugins.TASKS.get(task_id)
+    suite = list(metrics or spec.metrics)
+    samples = list(TaskPool.prepare(split, task=task_id))
+    path = cache_path(spec, split, suite, samples)
+    if path.is_file():
+        try:
+            return [ReferenceRow(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
+        except (ValueError, TypeError) as error:
+            log.warning("floors cache %s is unreadable (%s): computing again", path, error)
+    rows = compute_rows(spec, split, suite, samples)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
+        json.dump([asdict(row) for row in rows], tmp)
+    os.replace(tmp.name, path)
+    return rows
+
+
+def cache_path(spec: TaskSpec, split: str, suite: list[Component], samples: list[Sample]) -> Path:
+    """Where the rows of these inputs are cached."""
+    payload = {
+        "floors_version": FLOORS_VERSION,
+        "grue_bench": __version__,
+        "task": [spec.id, spec.version, split],
+        "suite": [c.model_dump() for c in suite],
+        "samples": [[s.id, s.prompt_or_input_text, s.references] for s in samples],
+    }
+    key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / "floors" / f"{spec.id}-{key}.json"
+
+
+def compute_rows(
+    spec: TaskSpec, split: str, suite: list[Component], samples: list[Sample]
+) -> list[ReferenceRow]:
+    """Score every floor and the ceiling (no cache)."""
+    log.info("task %s: scoring its floors and ceiling on %s (%d samples)", spec.id, split, len(samples))
+    rows = []
+    empty = ReferenceRow(EMPTY, "the empty output")
+    empty.add(score(suite, samples, [""] * len(samples), split=split), samples)
+    rows.append(empty)
+    if spec.floors is not None:
+        copy = spec.resolve(spec.floors.copy_input)
+        by_id = {str(row.get("id")): row for row in read_jsonl(spec.data_path(split))}
+        texts = [copy(by_id[s.id]) for s in samples]
+        row = ReferenceRow(COPY, f"the task's copy of its input ({spec.floors.copy_input})")
+        row.add(score(suite, samples, texts, split=split), samples)
+        rows.append(row)
+    constant = constant_output(spec, suite)
+    if constant is not None:
+        row = ReferenceRow(CONSTANT, f"the same train reference for every input: {constant!r}")
+        row.add(score(suite, samples, [constant] * len(samples), split=split), samples)
+        rows.append(row)
+    if len(samples) > 1 and all(s.references for s in samples):
+        texts = [samples[(i + 1) % len(samples)].references[0] for i in range(len(samples))]
+        row = ReferenceRow(OTHER_REFERENCE, "the next test sample's first reference")
+        row.add(score(suite, samples, texts, split=split), samples)
+        rows.append(row)
+    rows.append(ceiling(suite, samples, split))
+    return rows
+
+
+def ceiling(suite: list[Component], samples: list[Sample], split: str) -> ReferenceRow:
+    """The references as outputs: against the other references, or judged alone (module doc)."""
+    free = [c for c in suite if plugins.METRICS.get(c.id).reference_free]
+    compared = [c for c in suite if not plugins.METRICS.get(c.id).reference_free]
+    with_refs = [s for s in samples if s.references]
+    several = [s for s in samples if len(s.references) >= 2]
+    row = ReferenceRow(
+        CEILING,
+        f"a reference as the output: against the others on the {len(several)} of {len(samples)} "
+        f"samples with 2+ references; judged alone on the {len(with_refs)} with one",
+    )
+    if free and with_refs:
+        row.add(score(free, with_refs, [s.references[0] for s in with_refs], split=split), with_refs)
+    if compared and several:
+        others = [Sample(s.id, s.prompt_or_input_text, s.references[1:], s.meta_data) for s in several]
+        row.add(score(compared, others, [s.references[0] for s in several], split=split), several)
+    return row
+
+
+def constant_output(spec: TaskSpec, suite: list[Component]) -> str | None:
+    """The train reference that, given for every input, scores best on the headline over a sample
+    of the train split; None when the task has no headline or no train references."""
+    if spec.headline is None:
+        return None
+    train = list(TaskPool.prepare("train", task=spec.id))
+    candidates = list(
+        dict.fromkeys(s.references[0] for s in train if s.references and s.references[0].strip())
+    )
+    if not candidates:
+        return None
+    candidates, prompts = evenly(candidates, CONSTANT_CANDIDATES), evenly(train, CONSTANT_PROMPTS)
+    component = _headline_component(spec, suite, prompts)
+    if component is None:
+        return None
+    higher = load_schema().headlines({spec.id: spec.headline.metric})[spec.id].higher_is_better
+    best, best_value = None, None
+    for text in candidates:
+        value = score([component], prompts, [text] * len(prompts), split="train").corpus()[
+            spec.headline.metric
+        ]
+        if best_value is None or (value > best_value if higher else value < best_value):
+            best, best_value = text, value
+    return best
+
+
+def _headline_component(spec: TaskSpec, suite: list[Component], samples: list[Sample]) -> Component | None:
+    """The suite's component that gives the headline key."""
+    assert spec.headline is not None
+    for component in suite:
+        keys = score([component], samples[:2], [s.references[0] if s.references else "" for s in samples[:2]])
+        if spec.headline.metric in keys.corpus():
+            return component
+    return None
