@@ -1,5 +1,8 @@
-"""Build the HTML leaderboard from a results store: an overview page, one page per task, plots, and
-the same tables as CSV and JSON. Only finished and submitted runs count."""
+"""Build the HTML leaderboard from a results store: an overview page with one leaderboard per profile,
+one page per task, plots, and the same tables as CSV and JSON. Only finished and submitted runs
+count. Every task's floors and human ceiling (floor:empty, floor:copy, floor:constant,
+floor:other-reference, ceiling:human) are scored on its test split and shown as rows (cached after
+the first report); --no-floors leaves them out."""
 
 from __future__ import annotations
 
@@ -17,12 +20,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--schema", type=Path, help="leaderboard schema YAML (default: the one shipped with GRUE Bench)"
     )
+    parser.add_argument(
+        "--no-floors",
+        action="store_true",
+        help="leave out the floor and ceiling rows (and so the overall score, which is anchored on them)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     # start-up time: `grue --help` imports every command module (cli.py)
     from grue_bench.errors import GrueError
     from grue_bench.report import build_report
+    from grue_bench.submit.floors import floor_rows
 
     if not args.store.is_file():
         raise GrueError(
@@ -35,6 +44,6 @@ def run(args: argparse.Namespace) -> int:
         raise GrueError(
             "is a file, not a folder", source=str(args.out), key="--out", fix="give a folder for the pages"
         )
-    index = build_report(args.store, args.out, args.schema)
+    index = build_report(args.store, args.out, args.schema, None if args.no_floors else floor_rows)
     print(index)
     return 0

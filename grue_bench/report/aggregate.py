@@ -5,12 +5,10 @@ Everything here is pure pandas/numpy. Each interval draws from a fresh ``default
 so a cell's interval depends only on its own values: the same store gives the same report, and a
 test can recompute any interval on its own.
 
-Overall score: per task, a run's headline score is min-max normalized across every counted run of
-that task (all algorithms, all seeds) so the worst run scores 0 and the best 1 (flipped for a
-lower-is-better headline; a task whose runs all score the same gives 0.5). An algorithm's overall
-score is the interquartile mean (IQM) of its normalized run scores pooled over tasks, with a 95%
-stratified bootstrap interval (runs resampled within each task). The normalization is relative to
-the runs in the store, so adding an algorithm can move the others' overall scores.
+Overall score: an algorithm's interquartile mean (IQM) of its runs' normalized headline scores
+pooled over tasks (``evidence.anchored_scores``: fixed per-task anchors, so adding a run moves no
+other row), with a 95% stratified bootstrap interval (runs resampled within each task). The means'
+intervals and paired verdicts are ``grue_bench.report.intervals``'s (over seeds and test samples).
 """
 
 from __future__ import annotations
@@ -27,8 +25,18 @@ CONFIDENCE = 0.95
 MIN_SEEDS = 2
 """Fewer seeds than this: no interval, no rank, no probability of improvement."""
 
-FINAL_COLUMNS = ["run_id", "task", "alg", "seed", "model", "source", "iteration", "metric", "value"]
-SUMMARY_COLUMNS = ["task", "alg", "metric", "mean", "ci_low", "ci_high", "std", "n_seeds"]
+FINAL_COLUMNS = [
+    "run_id",
+    "profile",
+    "task",
+    "alg",
+    "seed",
+    "model",
+    "source",
+    "iteration",
+    "metric",
+    "value",
+]
 
 
 @dataclass(frozen=True)
@@ -65,17 +73,6 @@ def bootstrap_mean_ci(
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return (float(low), float(high))
-
-
-def summarize(final: pd.DataFrame) -> pd.DataFrame:
-    """Per task × algorithm × metric: mean over seeds, 95% bootstrap interval, std and seed count."""
-    records = []
-    for (task, alg, metric), group in final.groupby(["task", "alg", "metric"], sort=True):
-        values = group["value"].to_numpy(dtype=float)
-        low, high = bootstrap_mean_ci(values)
-        std = float(values.std(ddof=1)) if values.size >= MIN_SEEDS else np.nan
-        records.append((task, alg, metric, float(values.mean()), low, high, std, int(values.size)))
-    return pd.DataFrame.from_records(records, columns=SUMMARY_COLUMNS)
 
 
 def probability_of_improvement(
@@ -136,28 +133,6 @@ def ranks(summary: pd.DataFrame, headlines: Mapping[str, Headline]) -> pd.DataFr
     if not frames:
         return pd.DataFrame(columns=["task", "alg", "rank"])
     return pd.concat(frames, ignore_index=True)
-
-
-def normalized_scores(final: pd.DataFrame, headlines: Mapping[str, Headline]) -> pd.DataFrame:
-    """Each run's headline score min-max normalized across the task's runs (1 = best run)."""
-    frames = []
-    for task, headline in sorted(headlines.items()):
-        rows = final[(final["task"] == task) & (final["metric"] == headline.metric)]
-        if rows.empty:
-            continue
-        values = rows["value"].to_numpy(dtype=float)
-        low, high = values.min(), values.max()
-        if high == low:
-            normalized = np.full(values.size, 0.5)
-        elif headline.higher_is_better:
-            normalized = (values - low) / (high - low)
-        else:
-            normalized = (high - values) / (high - low)
-        frame = rows[["run_id", "task", "alg", "seed", "metric", "value"]].copy()
-        frame["normalized"] = normalized
-        frames.append(frame)
-    columns = ["run_id", "task", "alg", "seed", "metric", "value", "normalized"]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def iqm(values: Sequence[float] | np.ndarray, axis: int | None = None) -> np.ndarray | float:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from grue_bench.report.collapse import OutputStats, output_stats
 from grue_bench.store import DONE, Generation, RunRecord, Store
 
 log = logging.getLogger(__name__)
@@ -24,8 +25,17 @@ class StoreData:
     metrics: pd.DataFrame
     """Every metric row of the counted runs (``Store.metrics_table`` columns)."""
     ratings: pd.DataFrame
+    samples: pd.DataFrame
+    """The per-sample test scores of the counted runs (``Store.sample_scores_table`` columns)."""
+    collapse: dict[int, OutputStats] = field(default_factory=dict)
+    """Run id -> the collapse statistics of its final test generations (runs that stored some)."""
     not_counted: dict[str, int] = field(default_factory=dict)
     """Runs left out, by status (queued, running, failed)."""
+
+    @property
+    def profiles(self) -> list[str]:
+        """The profiles of the counted runs, sorted: each has a leaderboard of its own."""
+        return sorted({run.profile for run in self.runs})
 
     @property
     def tasks(self) -> list[str]:
@@ -47,7 +57,17 @@ def read_store(store: Store) -> StoreData:
     metrics = store.metrics_table()
     metrics = metrics[metrics["status"].isin(DONE)].reset_index(drop=True)
     ratings = pd.read_sql_query(f"SELECT {', '.join(RATING_COLUMNS)} FROM human_ratings", store.db.conn)
-    return StoreData(runs, metrics, ratings, not_counted)
+    counted = {run.id for run in runs}
+    samples = store.sample_scores_table("test")
+    samples = samples[samples["run_id"].isin(counted)].reset_index(drop=True)
+    collapse = {}
+    for run in runs:
+        generations = store.generations(run.id, "test")
+        if generations:
+            collapse[run.id] = output_stats(
+                [g["text"] for g in generations], [g["references"] for g in generations]
+            )
+    return StoreData(runs, metrics, ratings, samples, collapse, not_counted)
 
 
 def sample_generations(

@@ -8,14 +8,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from grue_bench.report.aggregate import MIN_SEEDS, Headline
+from grue_bench.report.collapse import OutputStats
+from grue_bench.report.evidence import Anchors, is_reference
 from grue_bench.report.schema import Leaderboard
 from grue_bench.report.table import MISSING, Cell, Column, Table, fmt, interval_note, safe_link, sort_key
 from grue_bench.store import Generation, RunRecord
+
+if TYPE_CHECKING:
+    from grue_bench.report.build import ProfileResults
 
 
 @dataclass
@@ -84,24 +90,42 @@ def alg_cell(alg: str, runs: Sequence[RunRecord]) -> Cell:
     return Cell(text=alg, sort=alg, badge=badge, badge_href=link, title=title)
 
 
-def score_cell(row: pd.Series | None, decimals: int, rank: int | None = None) -> Cell:
-    """Mean over seeds with its interval (or why there is none) and the rank when given."""
+def score_cell(
+    row: pd.Series | None, decimals: int, rank: int | None = None, *, collapse: str = "", mark: str = ""
+) -> Cell:
+    """Mean over seeds with its interval (or why there is none), what it accounts for, the rank
+    when given, a collapse flag (shown, never ranked) and a floor mark."""
     if row is None:
         return Cell(text=MISSING)
-    note = interval_note(row["ci_low"], row["ci_high"], int(row["n_seeds"]), decimals)
+    if is_reference(str(row["alg"])):
+        note = interval_note(row["ci_low"], row["ci_high"], int(row["n_samples"]), decimals)
+        note = note.replace("n=", "samples=") if int(row["n_samples"]) else "no per-sample values"
+    else:
+        note = interval_note(row["ci_low"], row["ci_high"], int(row["n_seeds"]), decimals)
+        if row["method"] == "seeds only":
+            note += " · seeds only"
+        elif int(row["n_samples"]):
+            note += f" × {int(row['n_samples'])} samples"
     if rank is not None:
         note += f" · rank {rank}"
-    return Cell(text=fmt(row["mean"], decimals), sort=sort_key(row["mean"]), note=note)
+    if mark:
+        note += f" · {mark}"
+    cell = Cell(text=fmt(row["mean"], decimals), sort=sort_key(row["mean"]), note=note)
+    if collapse:
+        cell.flag = "collapsed"
+        cell.title = f"collapsed, not ranked: {collapse}"
+    return cell
 
 
-def one_seed_notice(summary: pd.DataFrame) -> list[str]:
+def one_seed_notice(summary: pd.DataFrame, profile: str = "") -> list[str]:
     """Names what has fewer than two seeds, whose intervals, ranks and P(improvement) are not shown."""
     few = summary[summary["n_seeds"] < MIN_SEEDS][["task", "alg"]].drop_duplicates()
     if few.empty:
         return []
     names = ", ".join(f"{row.alg} on {row.task}" for row in few.itertuples(index=False))
+    where = f"Profile {profile}: i" if profile else "I"
     return [
-        f"Intervals are not available for {names}: with one seed there is no spread to estimate, "
+        f"{where}ntervals are not available for {names}: with one seed there is no spread to estimate, "
         "so no interval, rank or probability of improvement is shown. Run at least 2 seeds "
         "(grue run --seeds 3)."
     ]
@@ -112,29 +136,73 @@ def one_seed_notice(summary: pd.DataFrame) -> list[str]:
 
 def leaderboard_table(
     tasks: Sequence[TaskInfo],
-    summary: pd.DataFrame,
-    rank_table: pd.DataFrame,
-    overall: pd.DataFrame,
+    found: ProfileResults,
     runs: Sequence[RunRecord],
     schema: Leaderboard,
+    *,
+    table_id: str,
 ) -> Table:
-    """Algorithms × tasks: overall IQM, mean rank, then each task's headline mean with interval and rank."""
+    """One profile's algorithms (then the floors and the ceiling) × tasks: overall IQM, mean rank,
+    then each task's headline mean with interval, rank, collapse flag and floor mark."""
     ranked = [task for task in tasks if task.headline is not None]
     columns = [
         Column("Algorithm"),
-        Column("Overall IQM ↑", "IQM of per-task normalized headline scores (0 = worst run, 1 = best)", True),
-        Column("Mean rank ↓", "mean of the per-task ranks (tasks where the algorithm has 2+ seeds)", True),
+        Column(
+            "Overall IQM ↑",
+            "IQM of per-task headline scores on fixed anchors (best floor 0, human ceiling 1)",
+            True,
+        ),
+        Column(
+            "Mean rank ↓", "mean of the per-task ranks (tasks where the row has 2+ seeds and no flag)", True
+        ),
     ]
     for task in ranked:
         spec = schema.metric(task.headline.metric)
         columns.append(Column(f"{task.name}: {spec.display}{arrow(spec.higher_is_better)}", task.id, True))
     rows = []
-    for alg in _by_overall(overall, {run.alg for run in runs}):
-        row = [alg_cell(alg, runs), _overall_cell(overall, alg), _mean_rank_cell(rank_table, alg)]
+    references = sorted({a for a in found.summary["alg"] if is_reference(a)}, key=_reference_order)
+    for alg in [*_by_overall(found.overall, {run.alg for run in runs}), *references]:
+        row = [alg_cell(alg, runs), _overall_cell(found.overall, alg), _mean_rank_cell(found.ranks, alg)]
         for task in ranked:
-            row.append(_headline_cell(summary, rank_table, task, alg, schema))
+            row.append(_headline_cell(found, task, alg, schema))
         rows.append(row)
-    return Table("leaderboard", "Headline metric per task: mean over seeds", columns, rows)
+    return Table(table_id, "Headline metric per task: mean over seeds", columns, rows)
+
+
+def _reference_order(name: str) -> tuple[int, str]:
+    """Floors first, then the ceiling."""
+    return (name.startswith("ceiling:"), name)
+
+
+def anchors_table(
+    tasks: Sequence[TaskInfo], anchors: Mapping[str, Anchors], schema: Leaderboard, table_id: str
+) -> Table:
+    """Each task's fixed anchors of the overall score, or why it is left out."""
+    columns = [Column("Task"), Column("Headline"), Column("Best floor"), Column("Floor (= 0)", numeric=True)]
+    columns += [Column("Human ceiling (= 1)", numeric=True), Column("In the overall score")]
+    rows = []
+    for task in tasks:
+        anchor = anchors.get(task.id)
+        if task.headline is None or anchor is None:
+            continue
+        decimals = schema.metric(task.headline.metric).decimals
+        rows.append(
+            [
+                Cell(text=task.name, sort=task.name, href=task.filename),
+                Cell(text=schema.metric(task.headline.metric).display),
+                Cell(text=anchor.floor_name or MISSING),
+                Cell(text=fmt(anchor.floor, decimals), sort=sort_key(anchor.floor)),
+                Cell(text=fmt(anchor.ceiling, decimals), sort=sort_key(anchor.ceiling)),
+                Cell(text=f"no: {anchor.excluded}" if anchor.excluded else "yes"),
+            ]
+        )
+    table = Table(table_id, "Overall-score anchors", columns, rows)
+    table.notes.append(
+        "A task's headline scores are normalized so that its best floor is 0 and its human ceiling 1; "
+        "a task whose best floor reaches its ceiling cannot be normalized and is left out. The anchors "
+        "are fixed: adding a run or a submission moves no other row's score."
+    )
+    return table
 
 
 def _by_overall(overall: pd.DataFrame, algs: set[str]) -> list[str]:
@@ -158,19 +226,25 @@ def _overall_cell(overall: pd.DataFrame, alg: str) -> Cell:
 def _mean_rank_cell(rank_table: pd.DataFrame, alg: str) -> Cell:
     ranks = rank_table[rank_table["alg"] == alg]["rank"]
     if ranks.empty:
-        return Cell(text=MISSING, note="not ranked (needs 2+ seeds)")
+        return Cell(
+            text=MISSING, note="not ranked" if is_reference(alg) else "not ranked (2+ seeds, no flag)"
+        )
     mean = float(ranks.mean())
     return Cell(text=fmt(mean, 2), sort=mean, note=f"over {len(ranks)} task(s)")
 
 
-def _headline_cell(
-    summary: pd.DataFrame, rank_table: pd.DataFrame, task: TaskInfo, alg: str, schema: Leaderboard
-) -> Cell:
+def _headline_cell(found: ProfileResults, task: TaskInfo, alg: str, schema: Leaderboard) -> Cell:
     assert task.headline is not None
     metric = task.headline.metric
-    row = _summary_row(summary, task.id, alg, metric)
-    rank = rank_table[(rank_table["task"] == task.id) & (rank_table["alg"] == alg)]["rank"]
-    cell = score_cell(row, schema.metric(metric).decimals, int(rank.iloc[0]) if not rank.empty else None)
+    row = _summary_row(found.summary, task.id, alg, metric)
+    rank = found.ranks[(found.ranks["task"] == task.id) & (found.ranks["alg"] == alg)]["rank"]
+    cell = score_cell(
+        row,
+        schema.metric(metric).decimals,
+        int(rank.iloc[0]) if not rank.empty else None,
+        collapse=found.flags.get((task.id, alg), ""),
+        mark=found.marks.get((task.id, alg), ""),
+    )
     if row is not None:
         cell.href = task.filename
     return cell
@@ -181,7 +255,7 @@ def _summary_row(summary: pd.DataFrame, task: str, alg: str, metric: str) -> pd.
     return None if match.empty else match.iloc[0]
 
 
-def overall_improvement_table(average: pd.DataFrame) -> Table:
+def overall_improvement_table(average: pd.DataFrame, table_id: str = "improvement-overall") -> Table:
     """P(X > Y) averaged over tasks, per ordered pair of algorithms."""
     columns = [Column("Algorithm X"), Column("Algorithm Y"), Column("P(X > Y)", numeric=True)]
     columns.append(Column("Tasks", "tasks where both have 2+ seeds", True))
@@ -194,9 +268,12 @@ def overall_improvement_table(average: pd.DataFrame) -> Table:
         ]
         for row in average.itertuples(index=False)
     ]
-    table = Table("improvement-overall", "Probability of improvement, averaged over tasks", columns, rows)
+    table = Table(table_id, "Probability of improvement, averaged over tasks", columns, rows)
     if not rows:
-        table.notes.append("Not available: it needs two algorithms with 2+ seeds on a common task.")
+        table.notes.append(
+            "Probability of improvement: not available (it needs two unflagged algorithms with 2+ seeds "
+            "on a common task)."
+        )
     return table
 
 
@@ -230,39 +307,78 @@ def tasks_table(tasks: Sequence[TaskInfo], runs: Sequence[RunRecord], schema: Le
 
 def metrics_table(
     task: TaskInfo,
-    metrics: Sequence[str],
     summary: pd.DataFrame,
-    rank_table: pd.DataFrame,
+    found: ProfileResults,
     runs: Sequence[RunRecord],
     schema: Leaderboard,
+    metrics: Sequence[str],
     *,
     table_id: str,
     caption: str,
 ) -> Table:
-    """Algorithms × metrics of one task: mean over seeds with its interval; seeds, models, rank."""
+    """One profile's algorithms (then floors and ceiling) × metrics of one task: mean with its
+    interval; seeds, models, rank, collapse flag."""
     columns = [Column("Algorithm"), Column("Models"), Column("Seeds", numeric=True)]
-    columns.append(Column("Rank", "rank on the headline metric among algorithms with 2+ seeds", True))
+    columns.append(Column("Rank", "rank on the headline metric among unflagged rows with 2+ seeds", True))
+    columns.append(Column("Collapse", "why the row is flagged: shown, never ranked"))
     for metric in metrics:
         spec = schema.metric(metric)
         columns.append(Column(spec.display + arrow(spec.higher_is_better), spec.description or metric, True))
     rows = []
-    for alg in sorted({run.alg for run in runs}):
+    references = sorted({a for a in summary["alg"] if is_reference(a)}, key=_reference_order)
+    for alg in [*sorted({run.alg for run in runs}), *references]:
         alg_runs = [run for run in runs if run.alg == alg]
-        models = ", ".join(sorted({run.model or "unknown" for run in alg_runs}))
-        rank = rank_table[(rank_table["task"] == task.id) & (rank_table["alg"] == alg)]["rank"]
+        models = ", ".join(sorted({run.model or "unknown" for run in alg_runs})) or MISSING
+        rank = found.ranks[(found.ranks["task"] == task.id) & (found.ranks["alg"] == alg)]["rank"]
         rank_cell = (
             Cell(text=str(int(rank.iloc[0])), sort=int(rank.iloc[0])) if not rank.empty else Cell(MISSING)
         )
+        flag = found.flags.get((task.id, alg), "")
+        seeds = len(alg_runs) if alg_runs else MISSING
         row = [alg_cell(alg, runs), Cell(text=models, sort=models)]
-        row += [Cell(text=str(len(alg_runs)), sort=len(alg_runs)), rank_cell]
+        row += [Cell(text=str(seeds), sort=len(alg_runs)), rank_cell]
+        row.append(Cell(text=flag or "", sort=flag, flag="collapsed" if flag else ""))
+        mark = found.marks.get((task.id, alg), "")
         row += [
-            score_cell(_summary_row(summary, task.id, alg, m), schema.metric(m).decimals) for m in metrics
+            score_cell(
+                _summary_row(summary, task.id, alg, m),
+                schema.metric(m).decimals,
+                mark=mark if task.headline and m == task.headline.metric else "",
+            )
+            for m in metrics
         ]
         rows.append(row)
     return Table(table_id, caption, columns, rows)
 
 
-def improvement_table(task: TaskInfo, improvement: pd.DataFrame) -> Table:
+def verdicts_table(verdicts: pd.DataFrame, schema: Leaderboard, table_id: str) -> Table:
+    """Paired differences on the headline: every pair of algorithms and each against the best floor."""
+    columns = [Column("Row A"), Column("Row B"), Column("A − B", numeric=True), Column("95% interval")]
+    columns += [Column("Verdict", "better / worse in the metric's direction; tie: the interval holds 0")]
+    columns += [Column("Paired over")]
+    rows = []
+    for row in verdicts.itertuples(index=False):
+        decimals = schema.metric(row.metric).decimals + 1
+        over = f"seeds × {row.n_samples} samples" if row.method == "seeds×samples" else "seeds only"
+        rows.append(
+            [
+                Cell(text=row.row_a, sort=row.row_a),
+                Cell(text=row.row_b, sort=row.row_b),
+                Cell(text=fmt(row.difference, decimals), sort=sort_key(row.difference)),
+                Cell(text=f"[{fmt(row.ci_low, decimals)}, {fmt(row.ci_high, decimals)}]"),
+                Cell(text=row.verdict or MISSING, sort=row.verdict),
+                Cell(text=over),
+            ]
+        )
+    table = Table(table_id, "Paired differences on the headline metric", columns, rows)
+    table.notes.append(
+        "A − B with its 95% interval over both rows' seeds and the test samples they share, paired by "
+        "sample (README: how). 'better' and 'worse' only where the interval excludes 0."
+    )
+    return table
+
+
+def improvement_table(task: TaskInfo, improvement: pd.DataFrame, table_id: str = "improvement") -> Table:
     """P(X > Y) on the task's headline metric for every ordered pair of algorithms."""
     columns = [Column("Algorithm X"), Column("Algorithm Y"), Column("P(X > Y)", numeric=True)]
     columns += [Column("Seeds X", numeric=True), Column("Seeds Y", numeric=True)]
@@ -282,10 +398,10 @@ def improvement_table(task: TaskInfo, improvement: pd.DataFrame) -> Table:
                 Cell(text=str(row.n_y), sort=int(row.n_y)),
             ]
         )
-    table = Table("improvement", "Probability of improvement on the headline metric", columns, rows)
+    table = Table(table_id, "Probability of improvement on the headline metric", columns, rows)
     table.notes.append(
         "P(X > Y): over every pair of a run of X and a run of Y, the share where X scores better "
-        "(ties count half)."
+        "(ties count half); rows flagged as collapsed are left out."
     )
     return table
 
@@ -334,10 +450,12 @@ def ratings_table(ratings: pd.DataFrame, table_id: str = "ratings", caption: str
     return Table(table_id, caption, columns, rows)
 
 
-def runs_table(runs: Sequence[RunRecord]) -> Table:
-    """Every counted run of the task with its provenance and resolved config."""
+def runs_table(runs: Sequence[RunRecord], collapse: Mapping[int, OutputStats]) -> Table:
+    """Every counted run of the task with its provenance, its collapse statistics and resolved config."""
     names = ["Run", "Algorithm", "Seed", "Model", "Profile", "Source", "Status", "Commit", "Duration (s)"]
-    columns = [Column(name, numeric=name in ("Seed", "Duration (s)")) for name in names] + [Column("Config")]
+    names += ["Empty", "Distinct", "Length ratio", "Repeated 4-grams", "Collapse"]
+    numeric = ("Seed", "Duration (s)", "Empty", "Distinct", "Length ratio", "Repeated 4-grams")
+    columns = [Column(name, numeric=name in numeric) for name in names] + [Column("Config")]
     rows = []
     for run in runs:
         badge, link = submission_badge([run])
@@ -357,7 +475,22 @@ def runs_table(runs: Sequence[RunRecord]) -> Table:
                     title=run.git_commit or "",
                 ),
                 Cell(text=fmt(duration, 1), sort=sort_key(duration)),
+                *_collapse_cells(collapse.get(run.id)),
                 Cell(text="config", details=json.dumps(run.config, indent=2, sort_keys=True)),
             ]
         )
     return Table("runs", "Runs", columns, rows)
+
+
+def _collapse_cells(stats: OutputStats | None) -> list[Cell]:
+    """A run's collapse statistics and flag (dashes when it stored no test generations)."""
+    if stats is None:
+        return [Cell(text=MISSING) for _ in range(5)]
+    reasons = "; ".join(stats.reasons())
+    return [
+        Cell(text=fmt(stats.empty, 2), sort=stats.empty),
+        Cell(text=fmt(stats.distinct, 2), sort=stats.distinct),
+        Cell(text=fmt(stats.length_ratio, 2), sort=sort_key(stats.length_ratio)),
+        Cell(text=fmt(stats.repeated_4grams, 2), sort=stats.repeated_4grams),
+        Cell(text=reasons, sort=reasons, flag="collapsed" if reasons else ""),
+    ]

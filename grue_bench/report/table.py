@@ -30,6 +30,8 @@ class Cell:
     """Keep line breaks and spacing (generated text)."""
     details: str = ""
     """Long text folded under a 'show' toggle (configs)."""
+    flag: str = ""
+    """A warning mark shown after the text (``collapsed``); ``title`` says why."""
 
 
 @dataclass

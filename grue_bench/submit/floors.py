@@ -31,14 +31,16 @@ import logging
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from grue_bench import __version__, plugins
 from grue_bench.data import Sample, read_jsonl
 from grue_bench.datapools import TaskPool
+from grue_bench.errors import GrueError
 from grue_bench.evaluation import Scores, score
 from grue_bench.paths import cache_dir
+from grue_bench.report.evidence import ReferenceRow
 from grue_bench.report.schema import load_schema
 from grue_bench.schema import Component
 from grue_bench.tasks import TaskSpec
@@ -58,26 +60,8 @@ CEILING = "ceiling:human"
 FLOORS = (EMPTY, COPY, CONSTANT, OTHER_REFERENCE)
 
 
-@dataclass
-class ReferenceRow:
-    """A floor or the ceiling: per metric key, its per-sample values and its corpus score."""
-
-    name: str
-    note: str
-    corpus: dict[str, float] = field(default_factory=dict)
-    samples: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Metric key -> sample id -> value (keys with per-sample values only)."""
-    sample_count: dict[str, int] = field(default_factory=dict)
-    """Metric key -> how many test samples the value rests on."""
-
-    def add(self, scores: Scores, samples: Sequence[Sample], keys: set[str] | None = None) -> None:
-        """Take ``scores`` of ``samples`` (only ``keys``, when given)."""
-        for key, value in scores.corpus().items():
-            if keys is None or key in keys:
-                self.corpus[key] = value
-                self.sample_count[key] = len(samples)
-                if key in scores.samples:
-                    self.samples[key] = {s.id: v for s, v in zip(samples, scores.samples[key], strict=True)}
+def _take(row: ReferenceRow, scores: Scores, samples: Sequence[Sample]) -> None:
+    row.add(scores.corpus(), scores.samples, [s.id for s in samples])
 
 
 def evenly(items: Sequence, count: int) -> list:
@@ -109,6 +93,22 @@ def task_rows(
     return rows
 
 
+def floor_rows(tasks: Sequence[str], split: str = "test") -> dict[str, list[ReferenceRow]]:
+    """The floors and ceiling of each of ``tasks`` that is registered here and has shipped data (a
+    task that is not is logged and left without them)."""
+    rows = {}
+    for task_id in tasks:
+        try:
+            spec = plugins.TASKS.get(task_id)
+        except GrueError:
+            log.warning("task %s is not registered here: no floors", task_id)
+            continue
+        if spec.data is None:
+            continue  # a generated (synthetic) task: its samples are drawn, no references to floor
+        rows[task_id] = task_rows(task_id, split)
+    return rows
+
+
 def cache_path(spec: TaskSpec, split: str, suite: list[Component], samples: list[Sample]) -> Path:
     """Where the rows of these inputs are cached."""
     payload = {
@@ -129,24 +129,24 @@ def compute_rows(
     log.info("task %s: scoring its floors and ceiling on %s (%d samples)", spec.id, split, len(samples))
     rows = []
     empty = ReferenceRow(EMPTY, "the empty output")
-    empty.add(score(suite, samples, [""] * len(samples), split=split), samples)
+    _take(empty, score(suite, samples, [""] * len(samples), split=split), samples)
     rows.append(empty)
     if spec.floors is not None:
         copy = spec.resolve(spec.floors.copy_input)
         by_id = {str(row.get("id")): row for row in read_jsonl(spec.data_path(split))}
         texts = [copy(by_id[s.id]) for s in samples]
         row = ReferenceRow(COPY, f"the task's copy of its input ({spec.floors.copy_input})")
-        row.add(score(suite, samples, texts, split=split), samples)
+        _take(row, score(suite, samples, texts, split=split), samples)
         rows.append(row)
     constant = constant_output(spec, suite)
     if constant is not None:
         row = ReferenceRow(CONSTANT, f"the same train reference for every input: {constant!r}")
-        row.add(score(suite, samples, [constant] * len(samples), split=split), samples)
+        _take(row, score(suite, samples, [constant] * len(samples), split=split), samples)
         rows.append(row)
     if len(samples) > 1 and all(s.references for s in samples):
         texts = [samples[(i + 1) % len(samples)].references[0] for i in range(len(samples))]
         row = ReferenceRow(OTHER_REFERENCE, "the next test sample's first reference")
-        row.add(score(suite, samples, texts, split=split), samples)
+        _take(row, score(suite, samples, texts, split=split), samples)
         rows.append(row)
     rows.append(ceiling(suite, samples, split))
     return rows
@@ -164,10 +164,10 @@ def ceiling(suite: list[Component], samples: list[Sample], split: str) -> Refere
         f"samples with 2+ references; judged alone on the {len(with_refs)} with one",
     )
     if free and with_refs:
-        row.add(score(free, with_refs, [s.references[0] for s in with_refs], split=split), with_refs)
+        _take(row, score(free, with_refs, [s.references[0] for s in with_refs], split=split), with_refs)
     if compared and several:
         others = [Sample(s.id, s.prompt_or_input_text, s.references[1:], s.meta_data) for s in several]
-        row.add(score(compared, others, [s.references[0] for s in several], split=split), several)
+        _take(row, score(compared, others, [s.references[0] for s in several], split=split), several)
     return row
 
 

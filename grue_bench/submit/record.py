@@ -74,14 +74,14 @@ def record(
                         fix="record the submission into another store, or pass --replace",
                     )
                 texts = task.seeds[seed].texts
-                per_sample = rescored.tasks[task_id].samples[seed]
+                per_sample = rescored.tasks[task_id].samples.get(seed)
                 rows = [
                     {
                         "sample_id": s.id,
                         "prompt": s.prompt_or_input_text,
                         "text": t,
                         "references": s.references,
-                        "scores": per_sample.of_sample(i),
+                        "scores": per_sample.of_sample(i) if per_sample else {},
                     }
                     for i, (s, t) in enumerate(zip(task.samples, texts, strict=True))
                 ]

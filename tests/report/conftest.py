@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grue_bench.report.evidence import ReferenceRow
 from grue_bench.store import BEFORE_TRAINING, Store
 
 N_ITERS = 6
@@ -43,21 +44,31 @@ PROMPTS = [
 ]
 
 
-def start(store: Store, task: str, alg: str, seed: int, *, model: str = "tiny-gpt2", note: str = "", **extra):
+def start(
+    store: Store,
+    task: str,
+    alg: str,
+    seed: int,
+    *,
+    model: str = "tiny-gpt2",
+    note: str = "",
+    profile: str = "tiny",
+    **extra,
+):
     """Start a run with a small config (``note`` lands in it)."""
     return store.start_run(
         task=task,
         task_version=1,
         alg=alg,
         seed=seed,
-        profile="tiny",
+        profile=profile,
         model=model,
         config={
             "alg": {"id": alg},
             "train_evaluation": {"n_iters": N_ITERS, "eval_every": EVAL_EVERY},
             "note": note,
         },
-        config_hash=f"hash-{alg}",
+        config_hash=f"hash-{alg}-{profile}",
         **extra,
     )
 
@@ -71,8 +82,11 @@ def final_metrics(rng: np.random.Generator, task: str, alg: str) -> dict[str, fl
     return {key: round(float(value), 6) for key, value in values.items()}
 
 
-def write_run(store: Store, rng: np.random.Generator, task: str, alg: str, seed: int, **extra) -> int:
-    """One complete run: test before training, curves, validation evals, final evals and generations."""
+def write_run(
+    store: Store, rng: np.random.Generator, task: str, alg: str, seed: int, *, empty: bool = False, **extra
+) -> int:
+    """One complete run: test before training, curves, validation evals, final evals and generations
+    (``empty``: every generation is the empty string)."""
     run = start(store, task, alg, seed, **extra)
     headline = TASKS[task]["headline"]
     store.log_metrics(run.id, BEFORE_TRAINING, "test", {headline: TASKS[task]["base"]})
@@ -84,9 +98,17 @@ def write_run(store: Store, rng: np.random.Generator, task: str, alg: str, seed:
             value = TASKS[task]["base"] + ALGS[alg] * iteration / N_ITERS
             store.log_metrics(run.id, iteration, "validation", {headline: value})
     final = final_metrics(rng, task, alg)
+    spread = rng.normal(0, 0.03, size=len(PROMPTS))
+    spread -= spread.mean()  # per-sample headline scores whose mean is the logged one
     generations = [
-        {"sample_id": sid, "prompt": prompt, "text": f"{prompt} [{alg} seed {seed}]", "references": refs}
-        for sid, prompt, refs in PROMPTS
+        {
+            "sample_id": sid,
+            "prompt": prompt,
+            "text": "" if empty else f"{prompt} [{alg} seed {seed}]",
+            "references": refs,
+            "scores": {headline: final[headline] + float(offset)},
+        }
+        for (sid, prompt, refs), offset in zip(PROMPTS, spread, strict=True)
     ]
     store.finish_run(
         run.id,
@@ -154,6 +176,21 @@ def one_seed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def profiles_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """imdb in two profiles: tiny (ppo, nlpo) and small (ppo, nlpo), small ppo seed 1 collapsed to
+    empty outputs."""
+    path = tmp_path_factory.mktemp("store_profiles") / "grue.db"
+    rng = np.random.default_rng(3)
+    with Store(path) as store:
+        for profile in ("tiny", "small"):
+            for alg in ("ppo", "nlpo"):
+                for seed in range(2):
+                    empty = profile == "small" and alg == "ppo" and seed == 1
+                    write_run(store, rng, "imdb", alg, seed, profile=profile, empty=empty)
+    return path
+
+
 EVIL = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
 
@@ -184,11 +221,33 @@ def evil_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def reference_rows() -> dict[str, list[ReferenceRow]]:
+    """Made-up floors and ceiling of the two tasks, on the generations' sample ids (what
+    ``grue_bench.submit.floors`` computes, which its own tests check)."""
+    rows = {}
+    for task, spec in TASKS.items():
+        key, base = spec["headline"], spec["base"]
+        made = []
+        for name, level in (("floor:empty", 0.1), ("floor:copy", 0.6), ("ceiling:human", 1.4)):
+            values = {sid: base * level + 0.01 * i for i, (sid, _, _) in enumerate(PROMPTS)}
+            made.append(
+                ReferenceRow(
+                    name,
+                    f"made up: {name}",
+                    {key: float(np.mean(list(values.values())))},
+                    {key: values},
+                    {key: len(values)},
+                )
+            )
+        rows[task] = made
+    return rows
+
+
 def _report(store: Path, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     from grue_bench.report import build_report
 
     out = tmp_path_factory.mktemp(name)
-    build_report(store, out)
+    build_report(store, out, references=reference_rows())
     return out
 
 
@@ -202,6 +261,12 @@ def three_seed_report(three_seed_store: Path, tmp_path_factory: pytest.TempPathF
 def one_seed_report(one_seed_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The report folder of ``one_seed_store``."""
     return _report(one_seed_store, tmp_path_factory, "report1")
+
+
+@pytest.fixture(scope="session")
+def profiles_report(profiles_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report folder of ``profiles_store``."""
+    return _report(profiles_store, tmp_path_factory, "report_profiles")
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ schema's validation; and the report's numbers checked against the store, recompu
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -13,19 +14,20 @@ import pytest
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
-from grue_bench.report import aggregate
+from grue_bench.report import aggregate, evidence
 from grue_bench.report.aggregate import (
     Headline,
     bootstrap_mean_ci,
     iqm,
-    normalized_scores,
     probability_of_improvement,
     stratified_iqm_ci,
 )
+from grue_bench.report.evidence import Anchors, ReferenceRow, anchored_scores
+from grue_bench.report.intervals import mean_interval, seed_mean_interval
 from grue_bench.report.schema import DEFAULT_SCHEMA, load_schema
 from grue_bench.store import Store
 
-from .conftest import ALGS, N_ITERS, TASKS
+from .conftest import ALGS, N_ITERS, PROMPTS, TASKS, reference_rows, write_run
 
 # --- bootstrap intervals ------------------------------------------------------------------------
 
@@ -127,20 +129,40 @@ def test_stratified_interval_by_hand():
     assert all(np.isnan(stratified_iqm_ci([[0.1, 0.2], [0.3]])))  # a task with one run
 
 
-def test_normalization_is_min_max_per_task_and_flips_lower_is_better():
+def test_normalization_is_on_fixed_anchors_in_either_direction():
     final = pd.DataFrame(
         {
-            "run_id": range(7),
-            "task": ["up"] * 3 + ["down"] * 3 + ["flat"],
-            "alg": ["a", "b", "c"] * 2 + ["a"],
+            "run_id": range(5),
+            "task": ["up"] * 2 + ["down"] * 2 + ["out"],
+            "alg": ["a", "b"] * 2 + ["a"],
             "seed": 0,
-            "metric": ["m"] * 7,
-            "value": [1.0, 2.0, 3.0, 10.0, 20.0, 30.0, 4.0],
+            "metric": ["m"] * 5,
+            "value": [0.2, 0.6, 40.0, 10.0, 3.0],
         }
     )
-    headlines = {"up": Headline("m", True), "down": Headline("m", False), "flat": Headline("m", True)}
-    normalized = normalized_scores(final, headlines).set_index("run_id")["normalized"]
-    assert normalized.sort_index().tolist() == [0.0, 0.5, 1.0, 1.0, 0.5, 0.0, 0.5]
+    anchors = {
+        "up": Anchors("up", "floor:copy", 0.2, 1.0),
+        "down": Anchors("down", "floor:copy", 40.0, 0.0),  # lower is better: 40 -> 0, 0 -> 1
+        "out": Anchors("out", "floor:constant", 5.0, 4.0, "its best floor reaches its human ceiling"),
+    }
+    normalized = anchored_scores(final, {"up": "m", "down": "m", "out": "m"}, anchors)
+    assert normalized.set_index("run_id")["normalized"].sort_index().tolist() == pytest.approx(
+        [0, 0.5, 0, 0.75]
+    )
+
+
+def test_anchors_leave_out_a_task_whose_floor_reaches_its_ceiling():
+    def row(name: str, value: float) -> ReferenceRow:
+        return ReferenceRow(name, "", {"m": value})
+
+    rows = [row("floor:empty", 0.5), row("floor:constant", 0.75), row("ceiling:human", 0.51)]
+    found = evidence.anchors("imdb", rows, "m", higher_is_better=True)
+    assert found.floor_name == "floor:constant" and not found.usable
+    assert "floor:constant" in found.excluded and "0.750" in found.excluded
+    found = evidence.anchors(
+        "ter", [row("floor:empty", 1.0), row("floor:copy", 0.9), row("ceiling:human", 0.3)], "m", False
+    )
+    assert (found.floor_name, found.floor, found.ceiling, found.usable) == ("floor:copy", 0.9, 0.3, True)
 
 
 def test_ranks_skip_one_seed_and_share_ties():
@@ -216,11 +238,18 @@ def raw_final_scores(store_path: Path) -> pd.DataFrame:
     return frame
 
 
-def recomputed_interval(values: np.ndarray) -> tuple[float, float]:
-    """The documented recipe: 10,000 resamples from default_rng(0), 2.5 and 97.5 percentiles."""
-    rng = np.random.default_rng(0)
-    resampled = values[rng.integers(0, len(values), size=(10_000, len(values)))].mean(axis=1)
-    return tuple(np.percentile(resampled, [2.5, 97.5]))
+def per_sample_headline(store_path: Path, task: str, alg: str) -> np.ndarray:
+    """Seeds × samples of the headline's per-sample scores at each run's final iteration."""
+    with sqlite3.connect(store_path) as conn:
+        frame = pd.read_sql_query(
+            """SELECT r.seed, s.sample_id, s.value FROM sample_scores s JOIN runs r ON r.id = s.run_id
+               WHERE r.task = ? AND r.alg = ? AND r.status = 'finished'
+                 AND s.split = 'test' AND s.name = ?""",
+            conn,
+            params=[task, alg, TASKS[task]["headline"]],
+        )
+    conn.close()
+    return frame.pivot(index="seed", columns="sample_id", values="value").sort_index().to_numpy()
 
 
 @pytest.fixture
@@ -239,17 +268,25 @@ def test_final_scores_take_the_last_iteration_of_finished_runs(three_seed_store:
 def test_summary_means_and_intervals_match_the_store(three_seed_store: Path, report_dir: Path):
     raw = raw_final_scores(three_seed_store)
     summary = pd.read_csv(report_dir / "data" / "summary.csv")
-    assert len(summary) == raw.groupby(["task", "alg", "metric"]).ngroups
+    trained = summary[~summary["alg"].str.contains(":")]
+    assert len(trained) == raw.groupby(["task", "alg", "metric"]).ngroups
+    assert set(summary["profile"]) == {"tiny"}
     for (task, alg, metric), group in raw.groupby(["task", "alg", "metric"]):
-        row = summary[(summary["task"] == task) & (summary["alg"] == alg) & (summary["metric"] == metric)]
+        row = trained[(trained["task"] == task) & (trained["alg"] == alg) & (trained["metric"] == metric)]
         assert len(row) == 1
         values = group["value"].to_numpy()
-        low, high = recomputed_interval(values)
+        if metric == TASKS[task]["headline"]:  # per-sample scores: over seeds and samples
+            expected = mean_interval(per_sample_headline(three_seed_store, task, alg))
+            assert (row["method"].item(), row["n_samples"].item()) == ("seeds×samples", len(PROMPTS))
+        else:
+            expected = seed_mean_interval(values)
+            assert row["method"].item() == "seeds only"
         assert row["mean"].item() == pytest.approx(values.mean(), rel=1e-12)
-        assert row["ci_low"].item() == pytest.approx(low, rel=1e-12)
-        assert row["ci_high"].item() == pytest.approx(high, rel=1e-12)
+        assert row["ci_low"].item() == pytest.approx(expected.low, rel=1e-9)
+        assert row["ci_high"].item() == pytest.approx(expected.high, rel=1e-9)
         assert row["n_seeds"].item() == 3
-        assert row["ci_low"].item() <= row["mean"].item() <= row["ci_high"].item()
+    floors = summary[summary["alg"] == "floor:copy"]
+    assert set(floors["task"]) == set(TASKS) and (floors["method"] == "samples only").all()
 
 
 def test_leaderboard_improvement_and_overall_match_the_store(three_seed_store: Path, report_dir: Path):
@@ -259,7 +296,7 @@ def test_leaderboard_improvement_and_overall_match_the_store(three_seed_store: P
         (task, alg): group["value"].to_numpy()
         for (task, alg), group in raw[raw["metric"] == raw["task"].map(headline)].groupby(["task", "alg"])
     }
-    board = pd.read_csv(report_dir / "data" / "leaderboard.csv")
+    board = pd.read_csv(report_dir / "data" / "leaderboard-tiny.csv")
     for (task, alg), values in scores.items():
         row = board[(board["task"] == task) & (board["alg"] == alg)]
         assert row["metric"].item() == headline[task]
@@ -271,16 +308,38 @@ def test_leaderboard_improvement_and_overall_match_the_store(three_seed_store: P
         x, y = scores[(row.task, row.alg_x)], scores[(row.task, row.alg_y)]
         wins = sum((a > b) + 0.5 * (a == b) for a in x for b in y)
         assert row.probability == pytest.approx(wins / (len(x) * len(y)))
-    overall = pd.read_csv(report_dir / "data" / "overall.csv").set_index("alg")
+    overall = pd.read_csv(report_dir / "data" / "overall-tiny.csv").set_index("alg")
+    references = reference_rows()
     for alg in ALGS:
         pooled = []
         for task in TASKS:
-            every = np.concatenate([scores[(task, other)] for other in ALGS])
-            pooled += list((scores[(task, alg)] - every.min()) / (every.max() - every.min()))
+            by_name = {r.name: r.corpus[headline[task]] for r in references[task]}
+            floor, ceiling = by_name["floor:copy"], by_name["ceiling:human"]  # copy is the best floor
+            pooled += list((scores[(task, alg)] - floor) / (ceiling - floor))
         pooled.sort()  # 6 runs: IQM drops the lowest and the highest
         assert overall.loc[alg, "iqm"] == pytest.approx(np.mean(pooled[1:-1]))
         assert overall.loc[alg, "ci_low"] <= overall.loc[alg, "iqm"] <= overall.loc[alg, "ci_high"]
         assert overall.loc[alg, "n_tasks"] == 2 and overall.loc[alg, "n_runs"] == 6
+
+
+def test_adding_a_row_leaves_every_other_rows_overall_score_as_it_was(three_seed_store: Path, tmp_path: Path):
+    from grue_bench.report import build_report
+
+    store = tmp_path / "grue.db"
+    shutil.copy(three_seed_store, store)
+    before, after = tmp_path / "before", tmp_path / "after"
+    build_report(store, before, references=reference_rows())
+    rng = np.random.default_rng(11)
+    with Store(store) as opened, pytest.MonkeyPatch.context() as patch:
+        patch.setitem(ALGS, "new-alg", 0.2)  # better than every other row
+        for task in TASKS:
+            for seed in range(3):
+                write_run(opened, rng, task, "new-alg", seed)
+    build_report(store, after, references=reference_rows())
+    old = pd.read_csv(before / "data" / "overall-tiny.csv").set_index("alg")
+    new = pd.read_csv(after / "data" / "overall-tiny.csv").set_index("alg")
+    assert "new-alg" in new.index and "new-alg" not in old.index
+    pd.testing.assert_frame_equal(new.loc[old.index], old)
 
 
 def test_human_ratings_are_aggregated(report_dir: Path):

@@ -72,30 +72,30 @@ def test_page_loads_from_disk_cleanly(
 
 def test_clicking_a_header_sorts_the_rows(browser: Browser, three_seed_report: Path):
     browser.open((three_seed_report / "index.html").as_uri())
-    before = column(browser, "leaderboard", "Algorithm", text=True)
-    browser.click(header_selector(browser, "leaderboard", "Overall IQM"))
-    ascending = [float(value) for value in column(browser, "leaderboard", "Overall IQM")]
+    before = column(browser, "leaderboard-tiny", "Algorithm", text=True)
+    browser.click(header_selector(browser, "leaderboard-tiny", "Overall IQM"))
+    ascending = [float(value) for value in column(browser, "leaderboard-tiny", "Overall IQM") if value]
     assert ascending == sorted(ascending)
-    assert column(browser, "leaderboard", "Algorithm", text=True) != before  # it was best-first
+    assert column(browser, "leaderboard-tiny", "Algorithm", text=True) != before  # it was best-first
     assert browser.js(
-        "document.querySelector('#leaderboard th[aria-sort=ascending]').textContent"
+        "document.querySelector('#leaderboard-tiny th[aria-sort=ascending]').textContent"
     ).startswith("Overall IQM")
-    browser.click(header_selector(browser, "leaderboard", "Overall IQM"))
-    descending = [float(value) for value in column(browser, "leaderboard", "Overall IQM")]
+    browser.click(header_selector(browser, "leaderboard-tiny", "Overall IQM"))
+    descending = [float(value) for value in column(browser, "leaderboard-tiny", "Overall IQM") if value]
     assert descending == sorted(ascending, reverse=True)
-    assert column(browser, "leaderboard", "Algorithm", text=True) == before
+    assert column(browser, "leaderboard-tiny", "Algorithm", text=True) == before
     assert browser.errors() == []
 
 
 def test_sorting_by_text_and_by_a_lower_is_better_metric(browser: Browser, three_seed_report: Path):
     browser.open((three_seed_report / "task-imdb.html").as_uri())
-    names = column(browser, "naturalness", "Algorithm")
-    browser.click(header_selector(browser, "naturalness", "Algorithm"))
-    assert column(browser, "naturalness", "Algorithm") == sorted(names)
-    browser.click(header_selector(browser, "naturalness", "Algorithm"))
-    assert column(browser, "naturalness", "Algorithm") == sorted(names, reverse=True)
-    browser.click(header_selector(browser, "naturalness", "Perplexity"))
-    perplexity = [float(value) for value in column(browser, "naturalness", "Perplexity")]
+    names = column(browser, "naturalness-tiny", "Algorithm")
+    browser.click(header_selector(browser, "naturalness-tiny", "Algorithm"))
+    assert column(browser, "naturalness-tiny", "Algorithm") == sorted(names)
+    browser.click(header_selector(browser, "naturalness-tiny", "Algorithm"))
+    assert column(browser, "naturalness-tiny", "Algorithm") == sorted(names, reverse=True)
+    browser.click(header_selector(browser, "naturalness-tiny", "Perplexity"))
+    perplexity = [float(value) for value in column(browser, "naturalness-tiny", "Perplexity") if value]
     assert perplexity == sorted(perplexity)
     assert browser.errors() == []
 
@@ -110,3 +110,28 @@ def test_markup_from_runs_never_runs(browser: Browser, evil_report: Path, page: 
     assert all(url.startswith("file://") for url in browser.requested()), browser.requested()
     text = browser.js("document.body.innerText")
     assert "<script>window.__pwned = 1</script>" in text  # shown to the reader as text
+
+
+def test_each_profile_has_its_section_with_floor_rows_and_collapse_marks(
+    browser: Browser, profiles_report: Path
+):
+    browser.open((profiles_report / "index.html").as_uri())
+    headings = browser.js(
+        "Array.from(document.querySelectorAll('section h2')).map(h => h.textContent.trim())"
+    )
+    assert headings[:2] == ["Profile: small", "Profile: tiny"]
+    for profile in ("small", "tiny"):
+        names = column(browser, f"leaderboard-{profile}", "Algorithm", text=True)
+        assert names[-3:] == ["floor:copy", "floor:empty", "ceiling:human"], names
+    small = column(browser, "leaderboard-small", "Algorithm", text=True)
+    assert small[:2] == ["nlpo", "ppo"]  # algorithms of small only: tiny's are not in its ranking
+    flags = browser.js(
+        "Array.from(document.querySelectorAll('#leaderboard-small .flag'))"
+        ".map(f => [f.textContent.trim(), f.closest('td').title])"
+    )
+    reasons = "seed 1: 100% empty outputs, 0.25 distinct outputs per input, length 0.00× the references'"
+    assert flags == [["collapsed", f"collapsed, not ranked: {reasons}"]]
+    assert browser.js("document.querySelectorAll('#leaderboard-tiny .flag').length") == 0
+    ranks = column(browser, "leaderboard-small", "Mean rank", text=True)
+    assert ranks[small.index("ppo")].startswith("—")  # flagged: not ranked
+    assert browser.errors() == []

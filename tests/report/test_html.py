@@ -14,7 +14,7 @@ import pytest
 
 from grue_bench.store import Store
 
-from .conftest import ALGS, EVIL, TASKS, start
+from .conftest import ALGS, EVIL, TASKS, reference_rows, start
 
 # --- a small HTML reader ------------------------------------------------------------------------
 
@@ -77,17 +77,29 @@ def csv(folder: Path, stem: str) -> pd.DataFrame:
 # --- the command --------------------------------------------------------------------------------
 
 
-def test_report_command_writes_the_pages(run_grue, three_seed_store: Path, tmp_path: Path):
+def test_report_command_writes_the_pages(run_grue, three_seed_store: Path, tmp_path: Path, monkeypatch):
+    from grue_bench.submit import floors
+
+    asked = []
+    monkeypatch.setattr(
+        floors, "task_rows", lambda task, split="test": asked.append(task) or reference_rows()[task]
+    )
     out = tmp_path / "reports"
     code, stdout, stderr = run_grue("report", "--store", str(three_seed_store), "--out", str(out))
     assert code == 0, stderr
     assert stdout.strip() == str(out / "index.html")
     for name in ("index.html", "task-imdb.html", "task-commongen.html", "style.css", "sortable.js"):
         assert (out / name).is_file(), name
-    for name in ("overall-iqm", "task-imdb-curves", "task-imdb-scores", "task-commongen-curves"):
+    for name in ("overall-iqm-tiny", "task-imdb-curves", "task-imdb-scores", "task-commongen-curves"):
         assert (out / "plots" / f"{name}.png").read_bytes().startswith(b"\x89PNG"), name
     index = (out / "index.html").read_text()
     assert 'href="task-imdb.html"' in index and "https://" not in index and "http://" not in index
+    assert sorted(asked) == sorted(TASKS)  # the floors of the store's tasks
+    assert "floor:copy" in index and "ceiling:human" in index
+    code, _, stderr = run_grue("report", "--store", str(three_seed_store), "--out", str(out), "--no-floors")
+    assert (
+        code == 0 and sorted(asked) == sorted(TASKS) and "floor:copy" not in (out / "index.html").read_text()
+    )
 
 
 def test_missing_store_is_an_error_naming_it(run_grue, tmp_path: Path):
@@ -123,41 +135,50 @@ def test_bad_schema_is_an_error_naming_file_and_key(run_grue, three_seed_store: 
 
 def test_overview_cells_agree_with_the_leaderboard_export(three_seed_report: Path):
     page = Page(three_seed_report / "index.html")
-    board = csv(three_seed_report, "leaderboard")
-    algs = [cell["text"] for cell in page.column("leaderboard", "Algorithm")]
+    board = csv(three_seed_report, "leaderboard-tiny")
+    names = [cell["text"] for cell in page.column("leaderboard-tiny", "Algorithm")]
+    algs = [name for name in names if ":" not in name]
     assert sorted(algs) == sorted(ALGS)
-    overall = csv(three_seed_report, "overall").set_index("alg")
-    iqms = [float(cell["attrs"]["data-sort"]) for cell in page.column("leaderboard", "Overall IQM")]
+    assert names[len(algs) :] == ["floor:copy", "floor:empty", "ceiling:human"]  # after the algorithms
+    overall = csv(three_seed_report, "overall-tiny").set_index("alg")
+    cells = page.column("leaderboard-tiny", "Overall IQM")[: len(algs)]
+    iqms = [float(cell["attrs"]["data-sort"]) for cell in cells]
     assert iqms == [overall.loc[alg, "iqm"] for alg in algs]
     assert iqms == sorted(iqms, reverse=True)  # best overall first
     for task in TASKS:
-        cells = page.column("leaderboard", {"imdb": "IMDB", "commongen": "CommonGen"}[task])
-        for alg, cell in zip(algs, cells, strict=True):
+        cells = page.column("leaderboard-tiny", {"imdb": "IMDB", "commongen": "CommonGen"}[task])
+        for alg, cell in zip(names, cells, strict=True):
             row = board[(board["task"] == task) & (board["alg"] == alg)].iloc[0]
             assert float(cell["attrs"]["data-sort"]) == row["mean"]
             assert cell["text"].startswith(f"{row['mean']:.3f}")
-            assert (
-                f"95% CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}], n=3 · rank {row['rank']}"
-                in cell["text"]
-            )
+            if ":" in alg:
+                assert f"95% CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}], samples=4" in cell["text"]
+            else:
+                interval = f"95% CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}], n=3 × 4 samples"
+                assert f"{interval} · rank {int(row['rank'])}" in cell["text"]
 
 
 def test_task_tables_agree_with_the_task_exports(three_seed_report: Path):
     page = Page(three_seed_report / "task-imdb.html")
-    summary = csv(three_seed_report, "task-imdb-summary")
-    algs = [cell["text"] for cell in page.column("metrics", "Algorithm")]
+    summary = csv(three_seed_report, "task-imdb-summary-tiny")
+    algs = [cell["text"] for cell in page.column("metrics-tiny", "Algorithm") if ":" not in cell["text"]]
     for table, metrics in (
-        ("metrics", ["semantic/learned_automodel_metric", "lexical/meteor", "sentiment/vader_compound"]),
-        ("naturalness", ["fluency_metrics/perplexity", "diversity_metrics/distinct-1"]),
+        ("metrics-tiny", ["semantic/learned_automodel_metric", "lexical/meteor", "sentiment/vader_compound"]),
+        ("naturalness-tiny", ["fluency_metrics/perplexity", "diversity_metrics/distinct-1"]),
     ):
         for metric in metrics:
             display = summary[summary["metric"] == metric]["display"].iloc[0]
-            for alg, cell in zip(algs, page.column(table, display), strict=True):
+            for alg, cell in zip(algs, page.column(table, display), strict=False):
                 row = summary[(summary["alg"] == alg) & (summary["metric"] == metric)].iloc[0]
                 assert float(cell["attrs"]["data-sort"]) == row["mean"]
                 assert f"[{row['ci_low']:.2f}" in cell["text"] or f"[{row['ci_low']:.3f}" in cell["text"]
-    improvement = csv(three_seed_report, "task-imdb-improvement")
-    shown = page.tables["improvement"]["rows"]
+    verdicts = csv(three_seed_report, "task-imdb-verdicts-tiny")
+    shown = page.tables["verdicts-tiny"]["rows"]
+    assert len(shown) == len(verdicts) == 3 + 3  # every pair of algorithms, each against the best floor
+    assert set(verdicts["verdict"]) <= {"better", "worse", "tie"}
+    assert (verdicts[verdicts["row_b"].str.startswith("floor:")]["row_b"] == "floor:copy").all()
+    improvement = csv(three_seed_report, "task-imdb-improvement-tiny")
+    shown = page.tables["improvement-tiny"]["rows"]
     assert len(shown) == len(improvement) == len(ALGS) * (len(ALGS) - 1)
     for row, cells in zip(improvement.itertuples(), shown, strict=True):
         assert [cells[0]["text"], cells[1]["text"]] == [row.alg_x, row.alg_y]
@@ -190,7 +211,9 @@ def test_element_ids_are_unique(three_seed_report: Path, name: str):
 
 def test_every_json_export_matches_its_csv(three_seed_report: Path):
     stems = sorted(path.stem for path in (three_seed_report / "data").glob("*.csv"))
-    assert {"leaderboard", "summary", "overall", "improvement", "final_scores", "human_ratings"} <= set(stems)
+    assert {"leaderboard-tiny", "summary", "overall-tiny", "improvement", "verdicts", "final_scores"} <= set(
+        stems
+    )
     for stem in stems:
         table = csv(three_seed_report, stem)
         records = json.loads((three_seed_report / "data" / f"{stem}.json").read_text())
@@ -210,7 +233,7 @@ def test_every_json_export_matches_its_csv(three_seed_report: Path):
 def test_same_store_gives_the_same_report(three_seed_store: Path, three_seed_report: Path, tmp_path: Path):
     from grue_bench.report import build_report
 
-    build_report(three_seed_store, tmp_path)
+    build_report(three_seed_store, tmp_path, references=reference_rows())
     files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert files == sorted(
         p.relative_to(three_seed_report) for p in three_seed_report.rglob("*") if p.is_file()
@@ -239,14 +262,16 @@ def test_strings_from_runs_render_as_text(evil_report: Path, name: str):
 
 def test_model_generation_and_config_render_as_text(evil_report: Path):
     page = Page(evil_report / "task-imdb.html")
-    models = [cell["text"] for cell in page.column("metrics", "Models")]
+    models = [cell["text"] for cell in page.column("metrics-tiny", "Models")]
     assert f"gpt2{EVIL}" in models
     samples = page.tables["samples"]["rows"]
     assert samples[0][0]["text"].startswith(f"P {EVIL}")
     assert f"T {EVIL}" in [cell["text"] for cell in samples[0]]
     configs = [cell["text"] for cell in page.column("runs", "Config")]
     assert any(json.dumps(EVIL)[1:-1] in config for config in configs)
-    submission = next(cell for cell in page.column("metrics", "Algorithm") if "submission" in cell["text"])
+    submission = next(
+        cell for cell in page.column("metrics-tiny", "Algorithm") if "submission" in cell["text"]
+    )
     assert submission["attrs"]["title"] == f"submission: team{EVIL}"
 
 
@@ -254,17 +279,19 @@ def test_one_seed_report_says_intervals_are_not_available(one_seed_report: Path)
     for name in ("index.html", "task-imdb.html"):
         page = Page(one_seed_report / name)
         text = (one_seed_report / name).read_text()
-        assert "Intervals are not available for nlpo on imdb, ppo on imdb" in text
-        cells = [cell["text"] for table in page.tables.values() for row in table["rows"] for cell in row]
+        assert "Profile tiny: intervals are not available for nlpo on imdb, ppo on imdb" in text
+        rows = [row for table in page.tables.values() for row in table["rows"]]
+        cells = [cell["text"] for row in rows if row[0]["text"] in ("ppo", "nlpo") for cell in row]
         assert not any("95% CI" in cell for cell in cells)
         assert any("interval not available (1 seed)" in cell for cell in cells)
     index = Page(one_seed_report / "index.html")
-    assert [cell["text"] for cell in index.column("leaderboard", "Mean rank")] == [
-        "— not ranked (needs 2+ seeds)"
+    assert [cell["text"] for cell in index.column("leaderboard-tiny", "Mean rank")][:2] == [
+        "— not ranked (2+ seeds, no flag)"
     ] * 2
     task = Page(one_seed_report / "task-imdb.html")
-    assert [cell["text"] for cell in task.column("metrics", "Rank")] == ["—", "—"]
-    assert {cell["text"] for cell in task.column("improvement", "P(X > Y)")} == {"— needs 2+ seeds each"}
-    board = csv(one_seed_report, "leaderboard")
+    assert [cell["text"] for cell in task.column("metrics-tiny", "Rank")][:2] == ["—", "—"]
+    assert {cell["text"] for cell in task.column("improvement-tiny", "P(X > Y)")} == {"— needs 2+ seeds each"}
+    board = csv(one_seed_report, "leaderboard-tiny")
+    board = board[~board["alg"].str.contains(":")]
     assert board["ci_low"].isna().all() and board["ci_high"].isna().all() and board["rank"].isna().all()
     assert (board["n_seeds"] == 1).all()

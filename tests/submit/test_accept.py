@@ -118,6 +118,13 @@ def test_runs_are_marked_submitted_with_their_card_and_generations(accepted: Acc
             texts = {g["sample_id"]: g["text"] for g in store.generations(run.id, "test", 0)}
             expected = dict(zip([s.id for s in split_samples()], seed_texts(run.seed), strict=True))
             assert texts == expected
+            # the re-scored per-sample values, whose mean is each re-scored corpus number
+            per_sample = store.sample_scores(run.id, "test", 0)
+            logged = dict(store.curves(run.id, "test"))
+            assert per_sample and set(per_sample) <= set(logged)
+            for name, values in per_sample.items():
+                assert set(values) == set(texts)
+                assert sum(values.values()) / len(values) == pytest.approx(logged[name][0][1])
         row = next(store.db["submissions"].rows)
     meta = json.loads(row["meta"])
     assert row["name"] == "team-a" and Path(row["path"]) == accepted.folder.resolve()
