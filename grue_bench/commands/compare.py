@@ -1,9 +1,10 @@
-"""Compare reference baselines with the RL4LMs paper: per task, the headline metric (and perplexity)
-as the mean over seeds with a 95% bootstrap interval beside the paper's number, and whether the
-paper's ordering holds (zero-shot < supervised < RL <= supervised+RL; perplexity within 10% of the
-start). A profile's baselines are the folders <profile>-zero-shot, -supervised, -ppo, -nlpo,
--supervised-ppo, -supervised-nlpo; their stated per-seed scores are read (re-score them with
-`grue submit --dry-run`)."""
+"""Compare reference baselines with the RL4LMs paper: per task, the headline re-scored per sample
+from the generations (mean with a 95% interval over seeds and test samples), the task's floors and
+human ceiling, the stated perplexity (seeds only) and collapse flags; one line per step of the
+paper's ordering with our paired verdict (better, worse, tie), the paper's own direction and
+whether we agree, and for a tie what would resolve it. A profile's baselines are the folders
+<profile>-zero-shot, -supervised, -ppo, -nlpo, -supervised-ppo, -supervised-nlpo; tiny is a smoke
+profile (no paper column, nothing counted)."""
 
 from __future__ import annotations
 

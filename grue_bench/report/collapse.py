@@ -4,7 +4,8 @@ input) is shown with the reason, never ranked and never counted as reproducing t
 Per run and split, on its final generations (whitespace tokens): the share of empty outputs,
 distinct outputs per input, the mean output length over the mean (first) reference length, the
 share of repeated 4-grams within an output (averaged over the outputs that have a 4-gram) and the
-vocabulary size (shown, not a reason). A run is flagged past any of ``THRESHOLDS``.
+vocabulary size (shown, not a reason). A run is flagged past any of ``THRESHOLDS`` (too short: under
+0.3× the references' length and under 5 words on average).
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ class Thresholds:
     """Fewer distinct outputs per input than this."""
     length_low: float = 0.3
     length_high: float = 3.0
-    """Mean output length over mean reference length outside [low, high]."""
+    """Mean output length over mean reference length outside [low, high]..."""
+    short_words: float = 5.0
+    """...where too short also means fewer words than this on average: a reference that is no
+    length target (IMDB's is the rest of a review, far past the generation budget) flags nothing
+    unless the outputs say next to nothing."""
     repeated: float = 0.3
     """More than this share of an output's 4-grams repeat an earlier one, on average."""
 
@@ -38,6 +43,8 @@ class OutputStats:
     outputs: int
     empty: float
     distinct: float
+    mean_length: float
+    """Words per output."""
     length_ratio: float | None
     """None when the samples have no (non-empty) references."""
     repeated_4grams: float
@@ -50,8 +57,10 @@ class OutputStats:
             found.append(f"{self.empty:.0%} empty outputs")
         if self.distinct < limits.distinct:
             found.append(f"{self.distinct:.2f} distinct outputs per input")
-        if self.length_ratio is not None and not limits.length_low <= self.length_ratio <= limits.length_high:
-            found.append(f"length {self.length_ratio:.2f}× the references'")
+        ratio = self.length_ratio
+        short = ratio is not None and ratio < limits.length_low and self.mean_length < limits.short_words
+        if short or (ratio is not None and ratio > limits.length_high):
+            found.append(f"length {ratio:.2f}× the references'")
         if self.repeated_4grams > limits.repeated:
             found.append(f"{self.repeated_4grams:.0%} repeated 4-grams")
         return found
@@ -79,4 +88,4 @@ def output_stats(texts: Sequence[str], references: Sequence[Sequence[str]]) -> O
             shares.append(1 - len(set(grams)) / len(grams))
     repeated = sum(shares) / len(shares) if shares else 0.0
     vocabulary = len({word for t in tokens for word in t})
-    return OutputStats(len(texts), empty, distinct, ratio, repeated, vocabulary)
+    return OutputStats(len(texts), empty, distinct, mean_output, ratio, repeated, vocabulary)

@@ -2,15 +2,18 @@
 
 A profile's baselines are the folders ``<profile>-<row>`` of a baselines folder, one per row of
 the paper's tables: ``zero-shot``, ``supervised``, ``ppo``, ``nlpo``, ``supervised-ppo``,
-``supervised-nlpo``. Each must be a valid submission; its numbers are the ones it states per seed
-(the runs' own logged test scores, which ``grue submit --dry-run`` confirms by re-scoring; the
-perplexity needs the trained model and is as logged).
+``supervised-nlpo``. Each must be a valid submission. The headline is re-scored per sample from
+each seed's generations (no model needed), so every row is a seeds × test samples matrix; the
+perplexity needs the trained model and is the one stated per seed (its interval: seeds only).
 
-Per task: the headline metric (and perplexity where the task reports it) as the mean over seeds
-with a 95% bootstrap interval, beside the paper's number, and one line per row saying whether the
-paper's ordering holds: zero-shot < supervised < RL <= supervised+RL on the headline, and the
-fluency metric within 10% of the zero-shot model's. A step "holds" when the means are ordered; it
-is "clear" when the two intervals do not overlap, else "within the seeds' spread".
+Per task: the headline mean with its 95% interval over seeds and test samples, the task's floors
+and human ceiling, the perplexity, collapse flags; then one line per step of the paper's ordering
+(``- <row> > <row>:``): our verdict on the paired difference (``better``, ``worse``, ``tie``), the
+direction of the paper's own table (none when equal at the table's decimals) and whether we
+``agree`` (significant, same direction), are ``unresolved`` (our tie) or ``disagree``
+(significant, opposite). For a tie: the smallest difference the data could resolve and how many
+seeds or test samples would resolve the paper's gap (80% power). A flagged (collapsed) row never
+counts. A smoke profile (``tiny``) is shown without the paper and counts nothing.
 """
 
 from __future__ import annotations
@@ -20,23 +23,42 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from pydantic import Field
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
-from grue_bench.report.aggregate import Headline, bootstrap_mean_ci
+from grue_bench.evaluation import score
+from grue_bench.report.aggregate import Headline
+from grue_bench.report.collapse import output_stats
+from grue_bench.report.evidence import ReferenceRow, Row, difference, reference_row
+from grue_bench.report.intervals import (
+    Interval,
+    components,
+    detectable_difference,
+    needed,
+    seed_mean_interval,
+    verdict,
+)
 from grue_bench.report.schema import Leaderboard, load_schema
-from grue_bench.schema import Strict
-from grue_bench.submit.format import Submission
-from grue_bench.submit.validate import validate
+from grue_bench.schema import Component, Strict
+from grue_bench.submit.floors import task_rows
+from grue_bench.submit.validate import TaskGenerations, ValidSubmission, validate
 from grue_bench.yamlio import read_yaml_mapping
 
 PAPER_RESULTS = Path(__file__).resolve().parent / "paper_results.yaml"
 ROWS = ("zero-shot", "supervised", "ppo", "nlpo", "supervised+ppo", "supervised+nlpo")
-EXPECTED_ABOVE = {"supervised": "zero-shot", "ppo": "supervised", "nlpo": "supervised"}
-"""Each row and the row the paper's ordering puts below it (strictly)."""
-EXPECTED_AT_LEAST = {"supervised+ppo": "ppo", "supervised+nlpo": "nlpo"}
-"""Each row and the row it should at least equal."""
+STEPS = (
+    ("supervised", "zero-shot"),
+    ("ppo", "supervised"),
+    ("nlpo", "supervised"),
+    ("supervised+ppo", "ppo"),
+    ("supervised+nlpo", "nlpo"),
+)
+"""The paper's ordering, step by step: each row against the one it builds on."""
+SMOKE_PROFILES = ("tiny",)
+"""Profiles that check the machinery runs, not what the paper measured: no paper column, no count."""
+FLUENCY = "fluency_metrics/perplexity"
 FLUENCY_TOLERANCE = 0.10
 
 
@@ -75,57 +97,60 @@ def folder_name(profile: str, row: str) -> str:
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """A mean over seeds with its 95% bootstrap interval."""
+class TaskRow:
+    """One baseline row of a task: its headline per seed and sample, perplexity per seed, flag."""
 
-    mean: float
-    low: float
-    high: float
-    n_seeds: int
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Estimate:
-        low, high = bootstrap_mean_ci(values)
-        return cls(float(np.mean(values)), low, high, len(values))
-
-    def text(self, decimals: int) -> str:
-        if np.isnan(self.low):
-            return f"{self.mean:.{decimals}f} (1 seed)"
-        return f"{self.mean:.{decimals}f} [{self.low:.{decimals}f}, {self.high:.{decimals}f}]"
+    row: str
+    headline: Row
+    fluency: np.ndarray | None
+    collapse: str
 
 
 @dataclass(frozen=True)
-class TaskRow:
-    """One row of a task's table: ours and the paper's."""
+class Step:
+    """One step of the paper's ordering: ``upper`` against ``lower``."""
 
-    row: str
-    headline: Estimate | None
-    fluency: Estimate | None
-    paper_headline: float | None
-    paper_fluency: float | None
+    upper: str
+    lower: str
+    difference: Interval
+    verdict: str | None
+    paper_direction: str | None
+    """'better' / 'worse' (the paper's upper row against its lower), None: equal or not given."""
+    flagged: str
+    detectable: float
+    needs: tuple[int | None, int | None] | None
+    """Seeds, test samples that would resolve the paper's gap (a tie with a paper gap only)."""
+
+    @property
+    def agreement(self) -> str | None:
+        """'agrees' / 'unresolved' / 'disagrees'; None when the step cannot count."""
+        if self.flagged or self.paper_direction is None or self.verdict is None:
+            return None
+        if self.verdict == "tie":
+            return "unresolved"
+        return "agrees" if self.verdict == self.paper_direction else "disagrees"
 
 
 @dataclass(frozen=True)
 class TaskComparison:
-    """A task's rows and the ordering verdicts, one line per row."""
+    """A task's rows, floors and steps."""
 
     task: str
-    headline_metric: str
-    fluency_metric: str | None
+    headline: Headline
     paper: PaperTask | None
     rows: list[TaskRow]
-    verdicts: dict[str, str]
-    holds: dict[str, bool]
+    references: list[ReferenceRow]
+    steps: list[Step]
 
 
-def read_baselines(root: Path, profile: str) -> dict[str, Submission]:
+def read_baselines(root: Path, profile: str) -> dict[str, ValidSubmission]:
     """Each row's submission of ``profile`` under ``root`` (a row without a folder is left out);
     every folder is validated as ``grue submit`` does."""
     found = {}
     for row in ROWS:
         folder = root / folder_name(profile, row)
         if (folder / "submission.yaml").is_file():
-            found[row] = validate(folder).meta
+            found[row] = validate(folder)
     if not found:
         raise GrueError(
             f"no baseline of profile '{profile}' in {root}",
@@ -135,103 +160,101 @@ def read_baselines(root: Path, profile: str) -> dict[str, Submission]:
     return found
 
 
-def estimate(submission: Submission, task: str, metric: str | None) -> Estimate | None:
-    """The submission's stated ``metric`` on ``task`` over its seeds, or None if not stated."""
-    entry = submission.tasks.get(task)
-    if entry is None or metric is None or not entry.scores:
-        return None
-    values = [entry.scores[seed][metric] for seed in entry.seeds if metric in entry.scores.get(seed, {})]
-    return Estimate.of(values) if len(values) == len(entry.seeds) else None
+def headline_component(task_id: str, metric: str, generations: TaskGenerations) -> Component:
+    """The task's metric component that gives ``metric`` (tried on two samples)."""
+    samples = generations.samples[:2]
+    texts = next(iter(generations.seeds.values())).texts[:2]
+    for component in plugins.TASKS.get(task_id).metrics:
+        if metric in score([component], samples, texts, split="test").corpus():
+            return component
+    raise GrueError(f"no metric of task '{task_id}' gives its headline '{metric}'", key="headline")
+
+
+def task_row(
+    row: str, submission: ValidSubmission, task_id: str, metric: str, component: Component
+) -> TaskRow:
+    """A row's headline re-scored per sample, its stated perplexity and its collapse flag."""
+    generations = submission.tasks[task_id]
+    lines, values, flags = [], [], []
+    ids = [s.id for s in generations.samples]
+    references = [s.references for s in generations.samples]
+    for seed, texts in sorted(generations.seeds.items()):
+        scores = score([component], generations.samples, texts.texts, split="test")
+        lines.append(scores.samples[metric])
+        values.append(scores.corpus()[metric])
+        reasons = output_stats(texts.texts, references).reasons()
+        if reasons:
+            flags.append(f"seed {seed}: {', '.join(reasons)}")
+    matrix = pd.DataFrame(lines, columns=ids)
+    stated = submission.meta.tasks[task_id].scores or {}
+    fluency = [stated.get(seed, {}).get(FLUENCY) for seed in sorted(generations.seeds)]
+    fluency_values = np.array(fluency, dtype=float) if all(v is not None for v in fluency) else None
+    return TaskRow(row, Row(np.array(values), matrix), fluency_values, "; ".join(flags))
 
 
 def compare_task(
     task: str,
-    baselines: Mapping[str, Submission],
+    baselines: Mapping[str, ValidSubmission],
     paper: PaperTask | None,
     headline: Headline,
+    references: Sequence[ReferenceRow],
     decimals: int = 3,
 ) -> TaskComparison:
-    """The rows of one task and a verdict per row."""
-    fluency = paper.fluency.metric if paper and paper.fluency else _fluency_metric(task, baselines)
-    rows = [
-        TaskRow(
-            row,
-            estimate(sub, task, headline.metric),
-            estimate(sub, task, fluency),
-            paper.headline.values.get(row) if paper else None,
-            paper.fluency.values.get(row) if paper and paper.fluency else None,
-        )
-        for row, sub in baselines.items()
-        if task in sub.tasks
-    ]
+    """The rows of one task and its steps."""
+    covering = {row: sub for row, sub in baselines.items() if task in sub.tasks}
+    component = headline_component(task, headline.metric, next(iter(covering.values())).tasks[task])
+    rows = [task_row(row, sub, task, headline.metric, component) for row, sub in covering.items()]
     by_row = {r.row: r for r in rows}
-    verdicts, holds = {}, {}
-    for r in rows:
-        verdict = _verdict(r, by_row, headline.higher_is_better, decimals)
-        if verdict is not None:
-            verdicts[r.row], holds[r.row] = verdict
-    return TaskComparison(task, headline.metric, fluency, paper, rows, verdicts, holds)
+    steps = [
+        _step(by_row[upper], by_row[lower], paper, headline, decimals)
+        for upper, lower in STEPS
+        if upper in by_row and lower in by_row
+    ]
+    return TaskComparison(task, headline, paper, rows, list(references), steps)
 
 
-def _fluency_metric(task: str, baselines: Mapping[str, Submission]) -> str | None:
-    """Perplexity, when the task's runs report it."""
-    key = "fluency_metrics/perplexity"
-    return key if any(estimate(sub, task, key) for sub in baselines.values()) else None
+def _step(upper: TaskRow, lower: TaskRow, paper: PaperTask | None, head: Headline, decimals: int) -> Step:
+    diff = difference(upper.headline, lower.headline)
+    word = verdict(diff, head.higher_is_better)
+    direction = None
+    gap = None
+    if paper is not None and upper.row in paper.headline.values and lower.row in paper.headline.values:
+        a, b = paper.headline.values[upper.row], paper.headline.values[lower.row]
+        if round(a, decimals) != round(b, decimals):
+            direction = "better" if (a > b) == head.higher_is_better else "worse"
+            gap = a - b
+    flagged = " and ".join(r.row for r in (upper, lower) if r.collapse)
+    needs = None
+    a_matrix, b_matrix = upper.headline.matrix, lower.headline.matrix
+    if word == "tie" and gap is not None and a_matrix is not None and b_matrix is not None:
+        parts = components(a_matrix.to_numpy(), b_matrix[a_matrix.columns].to_numpy())
+        needs = needed(parts, gap, seeds=len(a_matrix), samples=a_matrix.shape[1])
+    return Step(upper.row, lower.row, diff, word, direction, flagged, detectable_difference(diff), needs)
 
 
-def _verdict(
-    row: TaskRow, by_row: Mapping[str, TaskRow], higher: bool, decimals: int = 3
-) -> tuple[str, bool] | None:
-    """One line on the row's ordering step (and fluency), and whether it holds; means equal at the
-    table's ``decimals`` count as equal."""
-    strict = row.row in EXPECTED_ABOVE
-    below_id = EXPECTED_ABOVE.get(row.row) or EXPECTED_AT_LEAST.get(row.row)
-    below = by_row.get(below_id) if below_id else None
-    if below is None or row.headline is None or below.headline is None:
-        return None
-    sign = ">" if strict else ">="
-    ours_ok = _ordered(row.headline.mean, below.headline.mean, strict, higher, decimals)
-    parts = [f"{row.row} {sign} {below.row}: {'holds' if ours_ok else 'does not hold'}"]
-    parts[0] += f" ({_spread(row.headline, below.headline, decimals)})"
-    if row.paper_headline is not None and below.paper_headline is not None:
-        paper_ok = _ordered(row.paper_headline, below.paper_headline, strict, higher, decimals)
-        parts.append(f"in the paper: {'holds' if paper_ok else 'does not hold'}")
-    fluency_ok = True
-    start = by_row.get("zero-shot")
-    if row.fluency is not None and start is not None and start.fluency is not None:
-        change = row.fluency.mean / start.fluency.mean - 1
-        fluency_ok = abs(change) <= FLUENCY_TOLERANCE
-        text = f"perplexity {change:+.0%} of the start: {'within' if fluency_ok else 'outside'} 10%"
-        if row.paper_fluency is not None and start.paper_fluency is not None:
-            text += f" (paper {row.paper_fluency / start.paper_fluency - 1:+.0%})"
-        parts.append(text)
-    return "; ".join(parts), ours_ok and fluency_ok
-
-
-def _ordered(value: float, below: float, strict: bool, higher: bool, decimals: int) -> bool:
-    a, b = (round(value, decimals), round(below, decimals))
-    a, b = (a, b) if higher else (b, a)
-    return a > b if strict else a >= b
-
-
-def _spread(a: Estimate, b: Estimate, decimals: int) -> str:
-    if round(a.mean, decimals) == round(b.mean, decimals):
-        return f"equal at {decimals} decimals"
-    if np.isnan(a.low) or np.isnan(b.low):
-        return "one seed: no interval"
-    apart = a.low > b.high or b.low > a.high
-    return "clear: the intervals do not overlap" if apart else "within the seeds' spread"
-
-
-def compare_profile(root: Path, profile: str, paper: PaperResults | None = None) -> list[TaskComparison]:
-    """Every task the profile's baselines cover, in the paper's order."""
+def compare_profile(
+    root: Path,
+    profile: str,
+    paper: PaperResults | None = None,
+    references: Callable[[str], Sequence[ReferenceRow]] | None = None,
+) -> list[TaskComparison]:
+    """Every task the profile's baselines cover, in the paper's order; ``references`` gives a
+    task's floors and ceiling (default: ``grue_bench.submit.floors.task_rows``)."""
     paper = paper or load_paper()
     baselines = read_baselines(root, profile)
     schema = load_schema()
     tasks = sorted({task for sub in baselines.values() for task in sub.tasks}, key=_paper_order(paper))
     headlines = schema.headlines({task: plugins.TASKS.get(task).headline.metric for task in tasks})
+    floors = references or task_rows
     return [
-        compare_task(task, baselines, paper.tasks.get(task), head, schema.metric(head.metric).decimals)
+        compare_task(
+            task,
+            baselines,
+            None if profile in SMOKE_PROFILES else paper.tasks.get(task),
+            head,
+            floors(task),
+            schema.metric(head.metric).decimals,
+        )
         for task, head in headlines.items()
     ]
 
@@ -242,46 +265,144 @@ def _paper_order(paper: PaperResults) -> Callable[[str], tuple[int, str]]:
     return lambda task: (order.get(task, len(order)), task)
 
 
+# --- Markdown -------------------------------------------------------------------------------------
+
+
 def render_markdown(profile: str, comparisons: Sequence[TaskComparison]) -> str:
-    """A Markdown section: a table per task, the verdict lines, and the profile's summary."""
+    """A Markdown section: a table per task, the step lines, and the profile's count."""
     schema = load_schema()
     lines = [f"## Profile `{profile}`", ""]
-    held = sum(sum(c.holds.values()) for c in comparisons)
-    steps = sum(len(c.holds) for c in comparisons)
-    lines += [
-        f"The paper's ordering holds in {held} of {steps} steps "
-        f"({', '.join(sorted({c.task for c in comparisons}))}).",
-        "",
-    ]
+    tasks = ", ".join(c.task for c in comparisons)
+    if profile in SMOKE_PROFILES:
+        lines += [
+            f"A smoke profile ({tasks}): tiny models built from config check that every task, "
+            "algorithm and metric runs end to end. Its numbers are no evidence about the paper's "
+            "claims: no paper column, and no step is counted.",
+            "",
+        ]
+    else:
+        counts = {word: 0 for word in ("agrees", "unresolved", "disagrees")}
+        steps = [s for c in comparisons for s in c.steps]
+        for step in steps:
+            if step.agreement:
+                counts[step.agreement] += 1
+        flagged = sum(bool(s.flagged) for s in steps)
+        no_direction = sum(not s.flagged and s.paper_direction is None for s in steps)
+        lines += [
+            f"Of {len(steps)} steps of the paper's ordering ({tasks}): {counts['agrees']} agree with the "
+            f"paper's direction, {counts['unresolved']} are unresolved (a tie here), "
+            f"{counts['disagrees']} disagree; {flagged} involve a collapsed row and {no_direction} have "
+            "no direction in the paper (equal at its decimals), and do not count.",
+            "",
+        ]
     for c in comparisons:
-        lines += _task_section(c, schema)
+        lines += _task_section(c, schema, profile in SMOKE_PROFILES)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _task_section(c: TaskComparison, schema: Leaderboard) -> list[str]:
+def _task_section(c: TaskComparison, schema: Leaderboard, smoke: bool) -> list[str]:
     name = plugins.TASKS.get(c.task).name
-    head = schema.metric(c.headline_metric)
+    head = schema.metric(c.headline.metric)
     out = [f"### {name} (`{c.task}`)", ""]
     if c.paper is not None:
         source = f"Paper: {c.paper.model}, {c.paper.source}" + (f"; {c.paper.note}" if c.paper.note else "")
         out += [source + ".", ""]
-    columns = [f"paper {head.display}", f"ours {head.display}"]
-    if c.fluency_metric:
-        columns += ["paper perplexity", "ours perplexity"]
+    samples = c.rows[0].headline.matrix.shape[1] if c.rows and c.rows[0].headline.matrix is not None else 0
+    out += [
+        f"{head.display}: mean with its 95% interval over seeds and the {samples} test samples; "
+        "perplexity: over seeds only (it needs the trained model).",
+        "",
+    ]
+    with_fluency = any(r.fluency is not None for r in c.rows)
+    columns = ([f"paper {head.display}"] if not smoke else []) + [f"ours {head.display}"]
+    if with_fluency:
+        columns += (["paper perplexity"] if not smoke else []) + ["ours perplexity"]
+    columns.append("collapse")
     out += ["| row | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for r in c.rows:
-        cells = [_number(r.paper_headline, head.decimals), _estimate(r.headline, head.decimals)]
-        if c.fluency_metric:
-            cells += [_number(r.paper_fluency, 1), _estimate(r.fluency, 1)]
+        cells = [] if smoke else [_number(_paper_value(c.paper, r.row, fluency=False), head.decimals)]
+        cells.append(_interval_text(r.headline.interval(), head.decimals))
+        if with_fluency:
+            if not smoke:
+                cells.append(_number(_paper_value(c.paper, r.row, fluency=True), 1))
+            cells.append(_seed_text(r.fluency))
+        cells.append(r.collapse or "–")
         out.append(f"| {r.row} | " + " | ".join(cells) + " |")
+    for reference in c.references:
+        found = reference_row(reference, c.headline.metric)
+        if found is None:
+            continue
+        cells = [] if smoke else ["–"]
+        cells.append(_interval_text(found.interval(), head.decimals, deterministic=True))
+        if with_fluency:
+            cells += ([] if smoke else ["–"]) + ["–"]
+        cells.append("–")
+        out.append(f"| {reference.name} | " + " | ".join(cells) + " |")
     out.append("")
-    out += [f"- {c.verdicts[r.row]}" for r in c.rows if r.row in c.verdicts]
+    start = next((r for r in c.rows if r.row == "zero-shot"), None)
+    out += [f"- {_step_line(step, c, head.decimals, start, smoke)}" for step in c.steps]
     return [*out, ""]
+
+
+def _step_line(step: Step, c: TaskComparison, decimals: int, start: TaskRow | None, smoke: bool) -> str:
+    d = step.difference
+    width = decimals + 1
+    text = f"{step.upper} > {step.lower}: {step.verdict or 'no interval'}"
+    if d.known:
+        over = f"{d.seeds} seeds × {d.samples} samples" if d.samples else f"{d.seeds} seeds"
+        bounds = f"[{d.low:+.{width}f}, {d.high:+.{width}f}]"
+        text += f" ({step.upper} − {step.lower} = {d.estimate:+.{width}f} {bounds}, {over})"
+    if not smoke:
+        paper = {"better": "better", "worse": "worse", None: "no direction"}[step.paper_direction]
+        text += f"; the paper: {paper}"
+        if step.flagged:
+            text += f"; not counted: {step.flagged} collapsed (table)"
+        elif step.agreement:
+            text += f"; {step.agreement}"
+    elif step.flagged:
+        text += f"; {step.flagged} collapsed (table)"
+    if step.verdict == "tie" and np.isfinite(step.detectable):
+        text += f"; the smallest difference these data resolve (80% power): {step.detectable:.{width}f}"
+        if step.needs is not None and c.paper is not None:
+            seeds, samples = step.needs
+            gap = abs(c.paper.headline.values[step.upper] - c.paper.headline.values[step.lower])
+            text += (
+                f"; a difference as large as the paper's ({gap:.{decimals}f}) would be resolved with "
+                f"{_count(seeds, 'seeds per row', f'{d.samples} test samples')} or "
+                f"{_count(samples, 'test samples', f'{d.seeds} seeds')}"
+            )
+    upper = next(r for r in c.rows if r.row == step.upper)
+    if start is not None and upper.fluency is not None and start.fluency is not None:
+        change = upper.fluency.mean() / start.fluency.mean() - 1
+        within = "within" if abs(change) <= FLUENCY_TOLERANCE else "outside"
+        text += f"; perplexity {change:+.0%} of the zero-shot model's: {within} 10%"
+    return text
+
+
+def _count(value: int | None, what: str, kept: str) -> str:
+    """'N seeds per row', or why no number will do with the other factor kept."""
+    return f"{value} {what}" if value is not None else f"no number of {what} (not with {kept})"
+
+
+def _paper_value(paper: PaperTask | None, row: str, *, fluency: bool) -> float | None:
+    if paper is None:
+        return None
+    table = paper.fluency if fluency else paper.headline
+    return table.values.get(row) if table else None
+
+
+def _interval_text(interval: Interval, decimals: int, deterministic: bool = False) -> str:
+    if not interval.known:
+        return f"{interval.estimate:.{decimals}f} (1 seed)"
+    text = f"{interval.estimate:.{decimals}f} [{interval.low:.{decimals}f}, {interval.high:.{decimals}f}]"
+    return text + (" (no seed)" if deterministic else "")
+
+
+def _seed_text(values: np.ndarray | None) -> str:
+    if values is None:
+        return "n/a"
+    return _interval_text(seed_mean_interval(values), 1)
 
 
 def _number(value: float | None, decimals: int) -> str:
     return "n/a" if value is None else f"{value:.{decimals}f}"
-
-
-def _estimate(value: Estimate | None, decimals: int) -> str:
-    return "n/a" if value is None else value.text(decimals)

@@ -20,7 +20,9 @@ can be read against what no training achieves:
 A floor's outputs do not depend on a seed: its rows are deterministic (one line, no seed variance).
 Metrics that need the policy's model (perplexity) have no floor value. Rows are cached under
 ``cache_dir()/floors``, keyed by the task, its version, the split's samples, the suite and
-``FLOORS_VERSION``.
+``FLOORS_VERSION`` (bump it when a metric's implementation changes what a floor scores). Each GRUE
+task folder ships its rows (``floors.json``, written by ``python -m grue_bench.submit.floors``), used
+while their key is the current one, so a fresh install does not score them again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -43,7 +46,7 @@ from grue_bench.paths import cache_dir
 from grue_bench.report.evidence import ReferenceRow
 from grue_bench.report.schema import load_schema
 from grue_bench.schema import Component
-from grue_bench.tasks import TaskSpec
+from grue_bench.tasks import GRUE_TASKS, TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -75,22 +78,46 @@ def evenly(items: Sequence, count: int) -> list:
 def task_rows(
     task_id: str, split: str = "test", metrics: Sequence[Component] | None = None
 ) -> list[ReferenceRow]:
-    """The floors and the ceiling of ``task_id`` on ``split`` (cached)."""
+    """The floors and the ceiling of ``task_id`` on ``split``: from the cache, else from the task
+    folder's ``floors.json`` when it was made from the same inputs, else computed (and cached)."""
     spec = plugins.TASKS.get(task_id)
     suite = list(metrics or spec.metrics)
     samples = list(TaskPool.prepare(split, task=task_id))
-    path = cache_path(spec, split, suite, samples)
-    if path.is_file():
-        try:
-            return [ReferenceRow(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
-        except (ValueError, TypeError) as error:
-            log.warning("floors cache %s is unreadable (%s): computing again", path, error)
+    key = cache_key(spec, split, suite, samples)
+    path = cache_dir() / "floors" / f"{spec.id}-{key}.json"
+    for source in (path, spec.directory / SHIPPED):
+        rows = _read_rows(source, key)
+        if rows is not None:
+            return rows
     rows = compute_rows(spec, split, suite, samples)
+    _write_rows(path, key, rows)
+    return rows
+
+
+SHIPPED = "floors.json"
+"""A task folder's floors of its shipped test split and default suite (``python -m
+grue_bench.submit.floors`` writes them); used only while its key matches."""
+
+
+def _read_rows(path: Path, key: str) -> list[ReferenceRow] | None:
+    """The rows a file holds for ``key``; None when it is missing, for other inputs or unreadable."""
+    if not path.is_file():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if found.get("key") != key:
+            return None
+        return [ReferenceRow(**row) for row in found["rows"]]
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        log.warning("floors file %s is unreadable (%s): computing again", path, error)
+        return None
+
+
+def _write_rows(path: Path, key: str, rows: list[ReferenceRow]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-        json.dump([asdict(row) for row in rows], tmp)
+        json.dump({"key": key, "rows": [asdict(row) for row in rows]}, tmp, sort_keys=True)
     os.replace(tmp.name, path)
-    return rows
 
 
 def floor_rows(tasks: Sequence[str], split: str = "test") -> dict[str, list[ReferenceRow]]:
@@ -109,8 +136,8 @@ def floor_rows(tasks: Sequence[str], split: str = "test") -> dict[str, list[Refe
     return rows
 
 
-def cache_path(spec: TaskSpec, split: str, suite: list[Component], samples: list[Sample]) -> Path:
-    """Where the rows of these inputs are cached."""
+def cache_key(spec: TaskSpec, split: str, suite: list[Component], samples: list[Sample]) -> str:
+    """What the rows are computed from: the task, its samples, the suite and this code's version."""
     payload = {
         "floors_version": FLOORS_VERSION,
         "grue_bench": __version__,
@@ -118,8 +145,7 @@ def cache_path(spec: TaskSpec, split: str, suite: list[Component], samples: list
         "suite": [c.model_dump() for c in suite],
         "samples": [[s.id, s.prompt_or_input_text, s.references] for s in samples],
     }
-    key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-    return cache_dir() / "floors" / f"{spec.id}-{key}.json"
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def compute_rows(
@@ -205,3 +231,24 @@ def _headline_component(spec: TaskSpec, suite: list[Component], samples: list[Sa
         if spec.headline.metric in keys.corpus():
             return component
     return None
+
+
+def write_shipped(tasks: Sequence[str] | None = None) -> list[Path]:
+    """Write ``floors.json`` into each task folder (default: every GRUE task) from its shipped test
+    split and default suite; returns the files written."""
+    written = []
+    for task_id in tasks or GRUE_TASKS:
+        spec = plugins.TASKS.get(task_id)
+        samples = list(TaskPool.prepare("test", task=task_id))
+        key = cache_key(spec, "test", list(spec.metrics), samples)
+        rows = task_rows(task_id)
+        _write_rows(spec.directory / SHIPPED, key, rows)
+        written.append(spec.directory / SHIPPED)
+        log.info("wrote %s", spec.directory / SHIPPED)
+    return written
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    for path in write_shipped(sys.argv[1:] or None):
+        print(path)

@@ -39,6 +39,15 @@ def test_repetition_and_length_are_flagged():
     assert stats.reasons() == ["length 3.69× the references'", "85% repeated 4-grams"]
 
 
+def test_short_outputs_are_flagged_only_when_they_say_next_to_nothing():
+    long_refs = [[" ".join(["word"] * 100)]] * 4
+    stats = output_stats(["a fine and complete answer of nine words here"] * 3 + ["another one"], long_refs)
+    assert stats.length_ratio < 0.3 and stats.mean_length == 7.25
+    assert stats.reasons() == []  # the reference is no length target: 7 words say something
+    stats = output_stats(["yes", "no", "ok", "fine"], long_refs)
+    assert stats.reasons() == ["length 0.01× the references'"]
+
+
 def test_thresholds_are_settable_and_tasks_without_references_have_no_length_ratio():
     stats = output_stats(["a", "b", "c", ""], [[], [], [], []])
     assert stats.length_ratio is None

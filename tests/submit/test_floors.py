@@ -16,6 +16,7 @@ from grue_bench.paths import cache_dir
 from grue_bench.schema import Component
 from grue_bench.submit import floors
 from grue_bench.submit.floors import CEILING, CONSTANT, COPY, EMPTY, OTHER_REFERENCE, task_rows
+from grue_bench.tasks import GRUE_TASKS
 
 TASK = "narrative_qa"
 KEY = "lexical/rouge_l_max"
@@ -89,14 +90,28 @@ def test_the_constant_floor_is_the_best_train_reference_on_train(rows, suite):
 
 
 def test_rows_are_cached_and_a_broken_cache_is_computed_again(rows, suite, monkeypatch):
-    path = floors.cache_path(
-        plugins.TASKS.get(TASK), "test", suite, list(TaskPool.prepare("test", task=TASK))
-    )
-    assert path.is_file() and path.parent == cache_dir() / "floors"
+    key = floors.cache_key(plugins.TASKS.get(TASK), "test", suite, list(TaskPool.prepare("test", task=TASK)))
+    path = cache_dir() / "floors" / f"{TASK}-{key}.json"
+    assert path.is_file()
     calls = []
     monkeypatch.setattr(floors, "compute_rows", lambda *a: calls.append(a) or [])
     again = {row.name: row for row in task_rows(TASK, metrics=suite)}
     assert calls == [] and again[COPY].samples == rows[COPY].samples
     path.write_text("{not json", encoding="utf-8")
     assert task_rows(TASK, metrics=suite) == [] and len(calls) == 1
-    assert json.loads(path.read_text(encoding="utf-8")) == []
+    assert json.loads(path.read_text(encoding="utf-8")) == {"key": key, "rows": []}
+
+
+@pytest.mark.parametrize("task", GRUE_TASKS)
+def test_every_grue_task_ships_its_floors_for_its_current_inputs(task):
+    """The shipped rows are used only while made from today's inputs; regenerate them with
+    `python -m grue_bench.submit.floors` when this fails."""
+    spec = plugins.TASKS.get(task)
+    shipped = json.loads((spec.directory / floors.SHIPPED).read_text(encoding="utf-8"))
+    samples = list(TaskPool.prepare("test", task=task))
+    assert shipped["key"] == floors.cache_key(spec, "test", list(spec.metrics), samples)
+    names = [row["name"] for row in shipped["rows"]]
+    assert names[0] == EMPTY and names[-1] == CEILING and COPY in names
+    headline = spec.headline.metric
+    empty = shipped["rows"][0]
+    assert len(empty["samples"][headline]) == len(samples) == empty["sample_count"][headline]
