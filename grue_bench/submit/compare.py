@@ -31,7 +31,7 @@ from grue_bench.errors import GrueError
 from grue_bench.evaluation import score
 from grue_bench.report.aggregate import Headline
 from grue_bench.report.collapse import output_stats
-from grue_bench.report.evidence import ReferenceRow, Row, difference, reference_row
+from grue_bench.report.evidence import ReferenceRow, Row, best_floor, difference, floor_mark, reference_row
 from grue_bench.report.intervals import (
     Interval,
     components,
@@ -141,6 +141,9 @@ class TaskComparison:
     rows: list[TaskRow]
     references: list[ReferenceRow]
     steps: list[Step]
+    best_floor: str | None
+    floor_marks: dict[str, str]
+    """Row -> 'at floor' / 'below floor' / 'above' against the best floor, paired by sample."""
 
 
 def read_baselines(root: Path, profile: str) -> dict[str, ValidSubmission]:
@@ -210,7 +213,14 @@ def compare_task(
         for upper, lower in STEPS
         if upper in by_row and lower in by_row
     ]
-    return TaskComparison(task, headline, paper, rows, list(references), steps)
+    floor = best_floor(references, headline.metric, headline.higher_is_better)
+    floor_row = reference_row(floor, headline.metric) if floor else None
+    marks = {
+        r.row: floor_mark(r.headline, floor_row, headline.higher_is_better) or "above"
+        for r in rows
+        if floor_row is not None
+    }
+    return TaskComparison(task, headline, paper, rows, list(references), steps, floor and floor.name, marks)
 
 
 def _step(upper: TaskRow, lower: TaskRow, paper: PaperTask | None, head: Headline, decimals: int) -> Step:
@@ -310,13 +320,16 @@ def _task_section(c: TaskComparison, schema: Leaderboard, smoke: bool) -> list[s
     samples = c.rows[0].headline.matrix.shape[1] if c.rows and c.rows[0].headline.matrix is not None else 0
     out += [
         f"{head.display}: mean with its 95% interval over seeds and the {samples} test samples; "
-        "perplexity: over seeds only (it needs the trained model).",
+        "perplexity: over seeds only (it needs the trained model). Against the best floor: the paired "
+        "interval holds 0 (at floor), is below it (below floor) or above it.",
         "",
     ]
     with_fluency = any(r.fluency is not None for r in c.rows)
     columns = ([f"paper {head.display}"] if not smoke else []) + [f"ours {head.display}"]
     if with_fluency:
         columns += (["paper perplexity"] if not smoke else []) + ["ours perplexity"]
+    if c.best_floor:
+        columns.append(f"against {c.best_floor}")
     columns.append("collapse")
     out += ["| row | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for r in c.rows:
@@ -326,6 +339,8 @@ def _task_section(c: TaskComparison, schema: Leaderboard, smoke: bool) -> list[s
             if not smoke:
                 cells.append(_number(_paper_value(c.paper, r.row, fluency=True), 1))
             cells.append(_seed_text(r.fluency))
+        if c.best_floor:
+            cells.append(c.floor_marks.get(r.row, "–"))
         cells.append(r.collapse or "–")
         out.append(f"| {r.row} | " + " | ".join(cells) + " |")
     for reference in c.references:
@@ -336,6 +351,8 @@ def _task_section(c: TaskComparison, schema: Leaderboard, smoke: bool) -> list[s
         cells.append(_interval_text(found.interval(), head.decimals, deterministic=True))
         if with_fluency:
             cells += ([] if smoke else ["–"]) + ["–"]
+        if c.best_floor:
+            cells.append("–")
         cells.append("–")
         out.append(f"| {reference.name} | " + " | ".join(cells) + " |")
     out.append("")
