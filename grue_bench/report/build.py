@@ -6,7 +6,6 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -15,11 +14,12 @@ from grue_bench import plugins
 from grue_bench.errors import GrueError
 from grue_bench.report import aggregate, evidence, pages, plots
 from grue_bench.report.collect import StoreData, read_store, sample_generations
-from grue_bench.report.evidence import Anchors, ReferenceRow, is_reference
+from grue_bench.report.evidence import ReferenceRow, is_reference
 from grue_bench.report.exports import write_table
 from grue_bench.report.html import render_pages
 from grue_bench.report.intervals import verdict
 from grue_bench.report.pages import Image, Page, Section, TaskInfo
+from grue_bench.report.results import ProfileResults, Results
 from grue_bench.report.schema import Leaderboard, load_schema
 from grue_bench.report.table import Cell, Column, Table
 from grue_bench.store import Store
@@ -28,36 +28,6 @@ from grue_bench.tasks import GRUE_TASKS, TaskSpec
 log = logging.getLogger(__name__)
 
 PLOTS_DIR = "plots"
-
-
-@dataclass
-class ProfileResults:
-    """The tables of one profile's leaderboard (runs of different profiles never share one)."""
-
-    profile: str
-    final: pd.DataFrame
-    summary: pd.DataFrame
-    """``evidence.SUMMARY_COLUMNS``: algorithms, then the tasks' floors and ceiling."""
-    flags: dict[tuple[str, str], str]
-    """(task, algorithm) -> why the row is flagged as collapsed (such rows are never ranked)."""
-    marks: dict[tuple[str, str], str]
-    """(task, algorithm) -> 'at floor' / 'below floor' against the task's best floor."""
-    anchors: dict[str, Anchors]
-    verdicts: pd.DataFrame
-    ranks: pd.DataFrame
-    improvement: pd.DataFrame
-    average_improvement: pd.DataFrame
-    normalized: pd.DataFrame
-    overall: pd.DataFrame
-
-
-@dataclass
-class Results:
-    """Every aggregate table of a report."""
-
-    final: pd.DataFrame
-    profiles: dict[str, ProfileResults]
-    ratings: pd.DataFrame
 
 
 VERDICT_COLUMNS = [
@@ -280,7 +250,9 @@ def overview_page(
         f"{len(data.runs)} runs ({n_submitted} submitted) of {len(algs)} algorithms on {len(tasks)} tasks "
         f"in {len(results.profiles)} profile(s), from {store_name}; final test scores."
     )
-    page = Page("index.html", "GRUE Bench leaderboard", subtitle, notices=_overview_notices(data, results))
+    page = Page(
+        "index.html", "GRUE Bench leaderboard", subtitle, notices=_overview_notices(data, results, tasks)
+    )
     for profile, found in results.profiles.items():
         page.sections.append(_profile_section(profile, found, data, schema, tasks, out, palette))
     task_table = pages.tasks_table(tasks, data.runs, schema)
@@ -351,21 +323,29 @@ def _ratings_overview(tasks: list[TaskInfo], ratings: pd.DataFrame) -> Section:
     return section
 
 
-def _overview_notices(data: StoreData, results: Results) -> list[str]:
+def _overview_notices(data: StoreData, results: Results, tasks: list[TaskInfo]) -> list[str]:
+    headline = {task.id: task.headline.metric for task in tasks if task.headline}
     notices = []
     for profile, found in results.profiles.items():
         trained = found.summary[[not is_reference(a) for a in found.summary["alg"]]]
         notices += pages.one_seed_notice(trained, profile)
         if found.flags:
-            listed = "; ".join(f"{alg} on {task} ({why})" for (task, alg), why in sorted(found.flags.items()))
-            notices.append(f"Profile {profile}: flagged as collapsed, shown but not ranked: {listed}.")
+            listed = ", ".join(f"{alg} on {task}" for task, alg in sorted(found.flags))
+            notices.append(
+                f"Profile {profile}: flagged as collapsed, shown but not ranked (the reasons are on each "
+                f"cell and in the task pages' Collapse column): {listed}."
+            )
         seeds_only = sorted(
-            {f"{r.alg} on {r.task}" for r in trained.itertuples(index=False) if r.method == "seeds only"}
+            {
+                f"{r.alg} on {r.task}"
+                for r in trained.itertuples(index=False)
+                if r.method == "seeds only" and headline.get(r.task) == r.metric
+            }
         )
         if seeds_only:
             notices.append(
-                f"Profile {profile}: no per-sample scores for {', '.join(seeds_only)}: their intervals are "
-                "over seeds only (run `grue backfill` on the store)."
+                f"Profile {profile}: no per-sample headline scores for {', '.join(seeds_only)}: their "
+                "intervals are over seeds only (run `grue backfill` on the store)."
             )
     if data.not_counted:
         counts = ", ".join(f"{n} {status}" for status, n in sorted(data.not_counted.items()))

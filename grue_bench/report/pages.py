@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -16,12 +15,10 @@ import pandas as pd
 from grue_bench.report.aggregate import MIN_SEEDS, Headline
 from grue_bench.report.collapse import OutputStats
 from grue_bench.report.evidence import Anchors, is_reference
+from grue_bench.report.results import ProfileResults
 from grue_bench.report.schema import Leaderboard
 from grue_bench.report.table import MISSING, Cell, Column, Table, fmt, interval_note, safe_link, sort_key
 from grue_bench.store import Generation, RunRecord
-
-if TYPE_CHECKING:
-    from grue_bench.report.build import ProfileResults
 
 
 @dataclass
