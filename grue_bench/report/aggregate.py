@@ -85,39 +85,6 @@ def probability_of_improvement(
     return float((better + 0.5 * (a == b)).mean())
 
 
-def improvement_table(final: pd.DataFrame, headlines: Mapping[str, Headline]) -> pd.DataFrame:
-    """Per task, P(X > Y) on the headline metric for every ordered pair of algorithms;
-    nan when either has fewer than ``MIN_SEEDS`` seeds."""
-    columns = ["task", "metric", "alg_x", "alg_y", "probability", "n_x", "n_y"]
-    records = []
-    for task, headline in sorted(headlines.items()):
-        rows = final[(final["task"] == task) & (final["metric"] == headline.metric)]
-        scores = {alg: group["value"].to_numpy(dtype=float) for alg, group in rows.groupby("alg", sort=True)}
-        for x, x_values in scores.items():
-            for y, y_values in scores.items():
-                if x == y:
-                    continue
-                enough = min(x_values.size, y_values.size) >= MIN_SEEDS
-                probability = (
-                    probability_of_improvement(x_values, y_values, headline.higher_is_better)
-                    if enough
-                    else np.nan
-                )
-                records.append((task, headline.metric, x, y, probability, x_values.size, y_values.size))
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def average_improvement(improvement: pd.DataFrame) -> pd.DataFrame:
-    """P(X > Y) averaged over the tasks where both algorithms have enough seeds (rliable's overall PI)."""
-    columns = ["alg_x", "alg_y", "probability", "n_tasks"]
-    valid = improvement.dropna(subset=["probability"])
-    if valid.empty:
-        return pd.DataFrame(columns=columns)
-    grouped = valid.groupby(["alg_x", "alg_y"], sort=True)["probability"]
-    table = grouped.agg(probability="mean", n_tasks="count").reset_index()
-    return table[columns]
-
-
 def ranks(summary: pd.DataFrame, headlines: Mapping[str, Headline]) -> pd.DataFrame:
     """Per task, algorithms ranked by headline mean (1 = best, ties share the best rank);
     algorithms with fewer than ``MIN_SEEDS`` seeds are not ranked."""

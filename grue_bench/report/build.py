@@ -170,7 +170,7 @@ def profile_results(
     }
     verdicts, marks = _verdicts(final, per_sample, headlines, references)
     normalized = evidence.anchored_scores(counted, {t: h.metric for t, h in headlines.items()}, anchors)
-    improvement = aggregate.improvement_table(counted, headlines)
+    improvement = evidence.improvement_table(counted, per_sample, headlines)
     return ProfileResults(
         profile=profile,
         final=final,
@@ -181,7 +181,7 @@ def profile_results(
         verdicts=verdicts,
         ranks=aggregate.ranks(ranked, headlines),
         improvement=improvement,
-        average_improvement=aggregate.average_improvement(improvement),
+        average_improvement=evidence.average_improvement(improvement),
         normalized=normalized,
         overall=aggregate.overall_table(normalized),
     )
@@ -386,7 +386,7 @@ def _all_tables(results: Results, schema: Leaderboard) -> dict[str, pd.DataFrame
         ),
         "final_scores": with_display(results.final, schema),
         "verdicts": joined("verdicts"),
-        "improvement": joined("improvement"),
+        "improvement": joined("improvement").drop(columns=evidence.INTERNAL_COLUMNS),
         "normalized_scores": joined("normalized"),
         "ranks": joined("ranks"),
         "human_ratings": results.ratings,
@@ -480,7 +480,9 @@ def _task_profile_section(
     improvement = found.improvement[found.improvement["task"] == task.id]
     if task.headline is not None and improvement["alg_x"].nunique() > 1:
         table = pages.improvement_table(task, improvement, f"improvement-{key}")
-        table.exports = write_table(improvement, out, f"{stem}-improvement-{key}")
+        table.exports = write_table(
+            improvement.drop(columns=evidence.INTERNAL_COLUMNS), out, f"{stem}-improvement-{key}"
+        )
         section.tables.append(table)
     return section
 

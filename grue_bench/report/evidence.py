@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from grue_bench.report.aggregate import MIN_SEEDS, Headline, probability_of_improvement
 from grue_bench.report.collapse import OutputStats
 from grue_bench.report.intervals import (
     Interval,
     difference_interval,
+    improvement_interval,
     mean_interval,
     seed_difference_interval,
     seed_mean_interval,
+    t_bounds,
     verdict,
 )
 
@@ -168,6 +171,79 @@ def difference(a: Row, b: Row) -> Interval:
                 b_deterministic=b.deterministic,
             )
     return seed_difference_interval(a.seed_values, b.seed_values)
+
+
+INTERNAL_COLUMNS = ["se", "df"]
+"""Columns of ``improvement_table`` that only ``average_improvement`` reads (not exported)."""
+IMPROVEMENT_COLUMNS = [
+    "task", "metric", "alg_x", "alg_y", "probability", "ci_low", "ci_high", "se", "df", "n_x", "n_y",
+    "method",
+]  # fmt: skip
+
+
+def improvement_table(
+    final: pd.DataFrame, per_sample: Mapping[tuple[int, str], pd.Series], headlines: Mapping[str, Headline]
+) -> pd.DataFrame:
+    """Per task, P(X > Y) on the headline for every ordered pair of algorithms: per test sample
+    with its interval (``intervals.improvement_interval``) where both rows have per-sample values,
+    else rliable's over pairs of runs without one ('seeds only'); nan under ``MIN_SEEDS`` seeds."""
+    records = []
+    for task, head in sorted(headlines.items()):
+        rows = final[(final["task"] == task) & (final["metric"] == head.metric)]
+        algs = {alg: run_row(group, per_sample, head.metric) for alg, group in rows.groupby("alg", sort=True)}
+        for x, row_x in algs.items():
+            for y, row_y in algs.items():
+                if x == y:
+                    continue
+                found = _improvement(row_x, row_y, head.higher_is_better)
+                sizes = (row_x.seed_values.size, row_y.seed_values.size)
+                records.append(
+                    (task, head.metric, x, y, found.estimate, found.low, found.high, found.se, found.df,
+                     *sizes, found.method)
+                )  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=IMPROVEMENT_COLUMNS)
+
+
+def _improvement(x: Row, y: Row, higher_is_better: bool) -> Interval:
+    """P(X > Y) per test sample with its interval, else over pairs of runs (no interval); nan
+    under ``MIN_SEEDS`` seeds."""
+    seeds = int(min(x.seed_values.size, y.seed_values.size))
+    if seeds < MIN_SEEDS:
+        return Interval(np.nan, np.nan, np.nan, np.nan, np.nan, seeds, 0, "seeds only")
+    if x.matrix is not None and y.matrix is not None:
+        shared = sorted(set(x.matrix.columns) & set(y.matrix.columns))
+        if len(shared) >= 2:
+            return improvement_interval(
+                x.matrix[shared].to_numpy(), y.matrix[shared].to_numpy(), higher_is_better=higher_is_better
+            )
+    seeds = int(min(x.seed_values.size, y.seed_values.size))
+    estimate = (
+        probability_of_improvement(x.seed_values, y.seed_values, higher_is_better)
+        if seeds >= MIN_SEEDS
+        else np.nan
+    )
+    return Interval(estimate, np.nan, np.nan, np.nan, np.nan, seeds, 0, "seeds only")
+
+
+def average_improvement(improvement: pd.DataFrame) -> pd.DataFrame:
+    """P(X > Y) averaged over the tasks where both have one (rliable's overall probability of
+    improvement), with the interval of that average when every task's has one: the tasks are
+    independent, so its variance is the mean of their variances over T (Satterthwaite's df)."""
+    columns = ["alg_x", "alg_y", "probability", "ci_low", "ci_high", "n_tasks"]
+    records = []
+    valid = improvement.dropna(subset=["probability"])
+    for (x, y), group in valid.groupby(["alg_x", "alg_y"], sort=True):
+        count = len(group)
+        mean = float(group["probability"].mean())
+        low = high = np.nan
+        if group["se"].notna().all():
+            terms = [
+                (1 / count**2, np.asarray(se**2), df) for se, df in zip(group["se"], group["df"], strict=True)
+            ]
+            bounds = t_bounds(np.asarray(mean), terms, terms)
+            low, high = max(0.0, float(bounds[0])), min(1.0, float(bounds[1]))
+        records.append((x, y, mean, low, high, count))
+    return pd.DataFrame.from_records(records, columns=columns)
 
 
 # --- collapse -----------------------------------------------------------------------------------

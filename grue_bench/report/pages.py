@@ -260,7 +260,7 @@ def overall_improvement_table(average: pd.DataFrame, table_id: str = "improvemen
         [
             Cell(text=row.alg_x, sort=row.alg_x),
             Cell(text=row.alg_y, sort=row.alg_y),
-            Cell(text=fmt(row.probability, 2), sort=sort_key(row.probability)),
+            _probability_cell(row.probability, row.ci_low, row.ci_high),
             Cell(text=str(int(row.n_tasks)), sort=int(row.n_tasks)),
         ]
         for row in average.itertuples(index=False)
@@ -382,7 +382,7 @@ def improvement_table(task: TaskInfo, improvement: pd.DataFrame, table_id: str =
     rows = []
     for row in improvement[improvement["task"] == task.id].itertuples(index=False):
         probability = (
-            Cell(text=fmt(row.probability, 2), sort=sort_key(row.probability))
+            _probability_cell(row.probability, row.ci_low, row.ci_high)
             if np.isfinite(row.probability)
             else Cell(text=MISSING, note="needs 2+ seeds each")
         )
@@ -397,10 +397,20 @@ def improvement_table(task: TaskInfo, improvement: pd.DataFrame, table_id: str =
         )
     table = Table(table_id, "Probability of improvement on the headline metric", columns, rows)
     table.notes.append(
-        "P(X > Y): over every pair of a run of X and a run of Y, the share where X scores better "
-        "(ties count half); rows flagged as collapsed are left out."
+        "P(X > Y): for a random test sample and a random seed of each, the chance that X scores better "
+        "(ties count half), with its 95% interval over seeds and test samples (README: how); over pairs "
+        "of runs, without an interval, where per-sample scores are missing. Rows flagged as collapsed "
+        "are left out."
     )
     return table
+
+
+def _probability_cell(probability: float, low: float, high: float) -> Cell:
+    """P(X > Y) with its interval, when it has one."""
+    cell = Cell(text=fmt(probability, 2), sort=sort_key(probability))
+    if np.isfinite(low) and np.isfinite(high):
+        cell.note = f"95% CI [{fmt(low, 2)}, {fmt(high, 2)}]"
+    return cell
 
 
 def samples_table(

@@ -14,7 +14,7 @@ import pytest
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
-from grue_bench.report import aggregate, evidence
+from grue_bench.report import aggregate, calibration, evidence
 from grue_bench.report.aggregate import (
     Headline,
     bootstrap_mean_ci,
@@ -23,7 +23,7 @@ from grue_bench.report.aggregate import (
     stratified_iqm_ci,
 )
 from grue_bench.report.evidence import Anchors, ReferenceRow, anchored_scores
-from grue_bench.report.intervals import mean_interval, seed_mean_interval
+from grue_bench.report.intervals import improvement_interval, mean_interval, seed_mean_interval
 from grue_bench.report.schema import DEFAULT_SCHEMA, load_schema
 from grue_bench.store import Store
 
@@ -87,19 +87,49 @@ def test_probability_of_improvement_respects_lower_is_better():
     assert lower == pytest.approx(6.5 / 9)
 
 
-def test_improvement_table_needs_two_seeds_each():
+def test_improvement_table_is_per_sample_with_an_interval_else_over_runs():
+    ids = ["s1", "s2", "s3"]
     final = pd.DataFrame(
         {
-            "task": ["t"] * 4,
-            "alg": ["a", "a", "b", "c"],
-            "metric": ["m"] * 4,
-            "value": [1.0, 2.0, 1.5, 0.0],
+            "run_id": [1, 2, 3, 4, 5],
+            "task": ["t"] * 5,
+            "alg": ["a", "a", "b", "b", "c"],
+            "seed": [0, 1, 0, 1, 0],
+            "metric": ["m"] * 5,
+            "value": [0.5, 0.6, 0.4, 0.45, 0.0],
+            "iteration": [3] * 5,
         }
     )
-    table = aggregate.improvement_table(final, {"t": Headline("m", True)})
-    by_pair = {(row.alg_x, row.alg_y): row.probability for row in table.itertuples()}
-    assert set(by_pair) == {("a", "b"), ("b", "a"), ("a", "c"), ("c", "a"), ("b", "c"), ("c", "b")}
-    assert all(np.isnan(value) for value in by_pair.values())  # b and c have one seed each
+    values = {1: [0.4, 0.5, 0.6], 2: [0.5, 0.6, 0.7], 3: [0.3, 0.4, 0.5], 4: [0.4, 0.45, 0.5]}
+    per_sample = {(run, "m"): pd.Series(dict(zip(ids, v, strict=True))) for run, v in values.items()}
+    table = evidence.improvement_table(final, per_sample, {"t": Headline("m", True)})
+    row = table[(table["alg_x"] == "a") & (table["alg_y"] == "b")].iloc[0]
+    # per sample, over the 4 seed pairs: s1 wins 0.4>0.3, ties 0.4=0.4 (0.5), 0.5>0.3, 0.5>0.4 -> 3.5/4;
+    # s2 0.5>0.4, 0.5>0.45, 0.6>0.4, 0.6>0.45 -> 4/4; s3 0.6>0.5, 0.6>0.5, 0.7>0.5, 0.7>0.5 -> 4/4
+    assert row.probability == pytest.approx((3.5 + 4 + 4) / 12)
+    assert row.method == "seeds×samples" and row.ci_low <= row.probability <= row.ci_high <= 1.0
+    lone = table[(table["alg_x"] == "a") & (table["alg_y"] == "c")].iloc[0]
+    assert np.isnan(lone.probability) and lone.method == "seeds only"  # c has one seed, no per-sample values
+    average = evidence.average_improvement(table)
+    assert (
+        average[(average["alg_x"] == "a") & (average["alg_y"] == "b")]["probability"].item()
+        == row.probability
+    )
+
+
+def test_the_probability_of_improvement_between_one_model_resampled_is_calibrated():
+    """P(X > Y) of two rows of one model is 0.5; its interval excludes 0.5 rarely (2,000 draws
+    per cell, seeds 3 and 5, seed variance 0-4x the sampling error)."""
+    worst = 0.0
+    for seeds in (3, 5):
+        for ratio in (0.0, 1.0, 4.0):
+            scenario = calibration.Scenario(seeds, ratio, 0.8)
+            a, b = calibration.draw_rows(scenario, 2000, np.random.default_rng(seeds * 10 + int(ratio)))
+            found = [improvement_interval(x, y) for x, y in zip(a, b, strict=True)]
+            rate = float(np.mean([not (f.low <= 0.5 <= f.high) for f in found]))
+            print(f"P(X > Y) seeds={seeds} seed_ratio={ratio}: interval excludes 0.5 in {rate:.3f}")
+            worst = max(worst, rate)
+    assert worst <= 0.07
 
 
 # --- IQM and the overall score ------------------------------------------------------------------
@@ -305,9 +335,10 @@ def test_leaderboard_improvement_and_overall_match_the_store(three_seed_store: P
         assert row["rank"].item() == better + 1
     improvement = pd.read_csv(report_dir / "data" / "improvement.csv")
     for row in improvement.itertuples():
-        x, y = scores[(row.task, row.alg_x)], scores[(row.task, row.alg_y)]
-        wins = sum((a > b) + 0.5 * (a == b) for a in x for b in y)
-        assert row.probability == pytest.approx(wins / (len(x) * len(y)))
+        x = per_sample_headline(three_seed_store, row.task, row.alg_x)
+        y = per_sample_headline(three_seed_store, row.task, row.alg_y)
+        wins = (x[:, None, :] > y[None, :, :]) + 0.5 * (x[:, None, :] == y[None, :, :])
+        assert row.probability == pytest.approx(wins.mean())
     overall = pd.read_csv(report_dir / "data" / "overall-tiny.csv").set_index("alg")
     references = reference_rows()
     for alg in ALGS:
