@@ -142,6 +142,7 @@ def cache_key(spec: TaskSpec, split: str, suite: list[Component], samples: list[
         "floors_version": FLOORS_VERSION,
         "grue_bench": __version__,
         "task": [spec.id, spec.version, split],
+        "constant_floor": [CONSTANT_CANDIDATES, CONSTANT_PROMPTS],
         "suite": [c.model_dump() for c in suite],
         "samples": [[s.id, s.prompt_or_input_text, s.references] for s in samples],
     }
