@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # start-up time: `grue --help` imports every command module (cli.py)
     from grue_bench.errors import GrueError
-    from grue_bench.report.collapse import output_stats
+    from grue_bench.report.collapse import final_test_stats
     from grue_bench.store import DONE, Store
 
     if not args.store.is_file():
@@ -37,9 +37,8 @@ def run(args: argparse.Namespace) -> int:
         records = store.runs(task=args.task, alg=args.alg, status=args.status)
         flags = {}
         for record in records:
-            generations = store.generations(record.id, "test") if record.status in DONE else []
-            if generations:
-                stats = output_stats([g["text"] for g in generations], [g["references"] for g in generations])
+            stats = final_test_stats(store, record.id) if record.status in DONE else None
+            if stats is not None:
                 flags[record.id] = "; ".join(stats.reasons()) or "-"
         print(format_runs(records, flags))
     return 0

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from grue_bench.store import Store
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -89,3 +91,11 @@ def output_stats(texts: Sequence[str], references: Sequence[Sequence[str]]) -> O
     repeated = sum(shares) / len(shares) if shares else 0.0
     vocabulary = len({word for t in tokens for word in t})
     return OutputStats(len(texts), empty, distinct, mean_output, ratio, repeated, vocabulary)
+
+
+def final_test_stats(store: Store, run_id: int) -> OutputStats | None:
+    """The statistics of a run's final test generations; None when it stored none."""
+    generations = store.generations(run_id, "test")
+    if not generations:
+        return None
+    return output_stats([g["text"] for g in generations], [g["references"] for g in generations])

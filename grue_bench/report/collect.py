@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from grue_bench.report.collapse import OutputStats, output_stats
+from grue_bench.report.collapse import OutputStats, final_test_stats
 from grue_bench.store import DONE, Generation, RunRecord, Store
 
 log = logging.getLogger(__name__)
@@ -60,13 +60,7 @@ def read_store(store: Store) -> StoreData:
     counted = {run.id for run in runs}
     samples = store.sample_scores_table("test")
     samples = samples[samples["run_id"].isin(counted)].reset_index(drop=True)
-    collapse = {}
-    for run in runs:
-        generations = store.generations(run.id, "test")
-        if generations:
-            collapse[run.id] = output_stats(
-                [g["text"] for g in generations], [g["references"] for g in generations]
-            )
+    collapse = {run.id: stats for run in runs if (stats := final_test_stats(store, run.id)) is not None}
     return StoreData(runs, metrics, ratings, samples, collapse, not_counted)
 
 

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
-from grue_bench.evaluation import score
+from grue_bench.evaluation import component_for, score
 from grue_bench.report.aggregate import Headline
 from grue_bench.report.collapse import output_stats
 from grue_bench.report.evidence import ReferenceRow, Row, best_floor, difference, floor_mark, reference_row
@@ -164,13 +164,11 @@ def read_baselines(root: Path, profile: str) -> dict[str, ValidSubmission]:
 
 
 def headline_component(task_id: str, metric: str, generations: TaskGenerations) -> Component:
-    """The task's metric component that gives ``metric`` (tried on two samples)."""
-    samples = generations.samples[:2]
-    texts = next(iter(generations.seeds.values())).texts[:2]
-    for component in plugins.TASKS.get(task_id).metrics:
-        if metric in score([component], samples, texts, split="test").corpus():
-            return component
-    raise GrueError(f"no metric of task '{task_id}' gives its headline '{metric}'", key="headline")
+    """The task's metric component that gives its headline ``metric``."""
+    found = component_for(plugins.TASKS.get(task_id).metrics, metric, generations.samples)
+    if found is None:
+        raise GrueError(f"no metric of task '{task_id}' gives its headline '{metric}'", key="headline")
+    return found
 
 
 def task_row(

@@ -41,7 +41,7 @@ from grue_bench import __version__, plugins
 from grue_bench.data import Sample, read_jsonl
 from grue_bench.datapools import TaskPool
 from grue_bench.errors import GrueError
-from grue_bench.evaluation import Scores, score
+from grue_bench.evaluation import Scores, component_for, score
 from grue_bench.paths import cache_dir
 from grue_bench.report.evidence import ReferenceRow
 from grue_bench.report.schema import load_schema
@@ -210,7 +210,7 @@ def constant_output(spec: TaskSpec, suite: list[Component]) -> str | None:
     if not candidates:
         return None
     candidates, prompts = evenly(candidates, CONSTANT_CANDIDATES), evenly(train, CONSTANT_PROMPTS)
-    component = _headline_component(spec, suite, prompts)
+    component = component_for(suite, spec.headline.metric, prompts)
     if component is None:
         return None
     higher = load_schema().headlines({spec.id: spec.headline.metric})[spec.id].higher_is_better
@@ -222,16 +222,6 @@ def constant_output(spec: TaskSpec, suite: list[Component]) -> str | None:
         if best_value is None or (value > best_value if higher else value < best_value):
             best, best_value = text, value
     return best
-
-
-def _headline_component(spec: TaskSpec, suite: list[Component], samples: list[Sample]) -> Component | None:
-    """The suite's component that gives the headline key."""
-    assert spec.headline is not None
-    for component in suite:
-        keys = score([component], samples[:2], [s.references[0] if s.references else "" for s in samples[:2]])
-        if spec.headline.metric in keys.corpus():
-            return component
-    return None
 
 
 def write_shipped(tasks: Sequence[str] | None = None) -> list[Path]:
