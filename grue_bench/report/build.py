@@ -168,9 +168,14 @@ def profile_results(
         for task, head in headlines.items()
         if task in set(final["task"])
     }
-    verdicts, marks = _verdicts(final, per_sample, headlines, references)
+    rows = evidence.headline_rows(final, per_sample, headlines)
+    verdicts, marks = _verdicts(rows, headlines, references)
     normalized = evidence.anchored_scores(counted, {t: h.metric for t, h in headlines.items()}, anchors)
-    improvement = evidence.improvement_table(counted, per_sample, headlines)
+    unflagged_rows = {
+        task: {alg: row for alg, row in algs.items() if (task, alg) not in flags}
+        for task, algs in rows.items()
+    }
+    improvement = evidence.improvement_table(unflagged_rows, headlines)
     return ProfileResults(
         profile=profile,
         final=final,
@@ -188,19 +193,16 @@ def profile_results(
 
 
 def _verdicts(
-    final: pd.DataFrame,
-    per_sample: Mapping[tuple[int, str], pd.Series],
+    rows: Mapping[str, Mapping[str, evidence.Row]],
     headlines: Mapping[str, aggregate.Headline],
     references: Mapping[str, Sequence[ReferenceRow]],
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
-    """Per task, on the headline: every pair of algorithms (the higher mean first) and each
-    algorithm against the best floor, paired by test sample; and each algorithm's floor mark."""
+    """Per task, on the headline (``rows``: ``evidence.headline_rows``): every pair of algorithms
+    (the higher mean first) and each algorithm against the best floor, paired by test sample; and
+    each algorithm's floor mark."""
     records, marks = [], {}
-    for task, head in sorted(headlines.items()):
-        rows = final[(final["task"] == task) & (final["metric"] == head.metric)]
-        if rows.empty:
-            continue
-        algs = {alg: evidence.run_row(group, per_sample, head.metric) for alg, group in rows.groupby("alg")}
+    for task, algs in sorted(rows.items()):
+        head = headlines[task]
         order = sorted(algs, key=lambda a: algs[a].seed_values.mean(), reverse=head.higher_is_better)
         pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
         floor = evidence.best_floor(references.get(task, []), head.metric, head.higher_is_better)

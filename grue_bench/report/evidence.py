@@ -181,18 +181,30 @@ IMPROVEMENT_COLUMNS = [
 ]  # fmt: skip
 
 
-def improvement_table(
+def headline_rows(
     final: pd.DataFrame, per_sample: Mapping[tuple[int, str], pd.Series], headlines: Mapping[str, Headline]
-) -> pd.DataFrame:
-    """Per task, P(X > Y) on the headline for every ordered pair of algorithms: per test sample
-    with its interval (``intervals.improvement_interval``) where both rows have per-sample values,
-    else rliable's over pairs of runs without one ('seeds only'); nan under ``MIN_SEEDS`` seeds."""
-    records = []
+) -> dict[str, dict[str, Row]]:
+    """Task -> algorithm -> its row of the task's headline (tasks whose runs logged it)."""
+    found: dict[str, dict[str, Row]] = {}
     for task, head in sorted(headlines.items()):
         rows = final[(final["task"] == task) & (final["metric"] == head.metric)]
-        algs = {alg: run_row(group, per_sample, head.metric) for alg, group in rows.groupby("alg", sort=True)}
-        for x, row_x in algs.items():
-            for y, row_y in algs.items():
+        if not rows.empty:
+            found[task] = {alg: run_row(group, per_sample, head.metric) for alg, group in rows.groupby("alg")}
+    return found
+
+
+def improvement_table(
+    rows: Mapping[str, Mapping[str, Row]], headlines: Mapping[str, Headline]
+) -> pd.DataFrame:
+    """Per task, P(X > Y) on the headline for every ordered pair of algorithms (``rows``:
+    ``headline_rows``): per test sample with its interval (``intervals.improvement_interval``) where
+    both rows have per-sample values, else rliable's over pairs of runs without one ('seeds only');
+    nan under ``MIN_SEEDS`` seeds."""
+    records = []
+    for task, algs in sorted(rows.items()):
+        head = headlines[task]
+        for x, row_x in sorted(algs.items()):
+            for y, row_y in sorted(algs.items()):
                 if x == y:
                     continue
                 found = _improvement(row_x, row_y, head.higher_is_better)

@@ -102,7 +102,8 @@ def test_improvement_table_is_per_sample_with_an_interval_else_over_runs():
     )
     values = {1: [0.4, 0.5, 0.6], 2: [0.5, 0.6, 0.7], 3: [0.3, 0.4, 0.5], 4: [0.4, 0.45, 0.5]}
     per_sample = {(run, "m"): pd.Series(dict(zip(ids, v, strict=True))) for run, v in values.items()}
-    table = evidence.improvement_table(final, per_sample, {"t": Headline("m", True)})
+    headlines = {"t": Headline("m", True)}
+    table = evidence.improvement_table(evidence.headline_rows(final, per_sample, headlines), headlines)
     row = table[(table["alg_x"] == "a") & (table["alg_y"] == "b")].iloc[0]
     # per sample, over the 4 seed pairs: s1 wins 0.4>0.3, ties 0.4=0.4 (0.5), 0.5>0.3, 0.5>0.4 -> 3.5/4;
     # s2 0.5>0.4, 0.5>0.45, 0.6>0.4, 0.6>0.45 -> 4/4; s3 0.6>0.5, 0.6>0.5, 0.7>0.5, 0.7>0.5 -> 4/4
