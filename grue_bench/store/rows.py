@@ -1,4 +1,5 @@
-"""A run's metric and generation rows: writing them, curves, the metrics table, generated samples.
+"""A run's metric, generation and per-sample score rows: writing them, curves, the metrics table,
+generated samples.
 
 Iterations: ``BEFORE_TRAINING`` (-1) is the evaluation of the initial model, 0..n-1 are training
 iterations, and the evaluation after training is logged at iteration n (the iterations completed),
@@ -44,7 +45,7 @@ class Generation(_GenerationText, total=False):
 
 
 class RowTables:
-    """The ``metrics`` and ``generations`` tables of a store (a mixin of ``Store``)."""
+    """The ``metrics``, ``generations`` and ``sample_scores`` tables of a store (a mixin of ``Store``)."""
 
     db: Database
 
