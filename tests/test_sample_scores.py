@@ -129,3 +129,11 @@ def test_on_the_shipped_small_stores_the_supervised_model_resampled_is_a_tie(tmp
     assert difference.estimate > 0.002  # the means differ, by sampling alone
     assert verdict(difference, higher_is_better=True) == "tie"
     assert mean_interval(supervised).high - mean_interval(supervised).low > 0.005
+
+
+def test_backfill_of_a_missing_store_is_an_error_naming_it(tmp_path: Path, capsys):
+    missing = tmp_path / "nope.sqlite"
+    assert main(["backfill", str(missing)]) == 2
+    error = capsys.readouterr().err
+    assert str(missing) in error and "results store not found" in error and "fix:" in error
+    assert not missing.exists()
