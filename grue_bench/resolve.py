@@ -174,7 +174,8 @@ def load_config(path: str | Path | None, overrides: list[str] = (), base: dict |
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply ``a.b.c=value`` (value parsed as YAML) to nested ``data`` in place."""
+    """Apply ``a.b.c=value`` (value parsed as YAML) to nested ``data`` in place; a number addresses
+    an item of a list (``train_evaluation.metrics.2.args.stride=256``, RL4LMs keeps metrics in one)."""
     key, sep, raw = assignment.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
@@ -184,20 +185,41 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
             fix="write e.g. --set alg.args.learning_rate=1e-5",
         )
     value = parse_yaml(raw, f"--set {key}") if raw.strip() else None
-    node = data
+    node: Any = data
     parts = key.split(".")
-    for i, part in enumerate(parts[:-1]):
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        if not isinstance(child, dict):
+    for i, part in enumerate(parts):
+        where = ".".join(parts[: i + 1])
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            index = _list_index(node, part, key, where)
+            if last:
+                node[index] = value
+            else:
+                node = node[index]
+            continue
+        if not isinstance(node, dict):
             raise GrueError(
-                f"cannot set '{key}': '{'.'.join(parts[: i + 1])}' is a value, not a section",
+                f"cannot set '{key}': '{'.'.join(parts[:i])}' is a value, not a section",
                 source="--set",
                 fix="override the section's key itself",
             )
-        node = child
-    node[parts[-1]] = value
+        if last:
+            node[part] = value
+        else:
+            if node.get(part) is None:
+                node[part] = {}
+            node = node[part]
+
+
+def _list_index(items: list[Any], part: str, key: str, where: str) -> int:
+    """The list position ``part`` names, or a GrueError saying which positions there are."""
+    if not part.isdigit() or int(part) >= len(items):
+        raise GrueError(
+            f"cannot set '{key}': '{where}' is not an item of a list of {len(items)}",
+            source="--set",
+            fix=f"address an item by its position, 0 to {len(items) - 1}" if items else "the list is empty",
+        )
+    return int(part)
 
 
 def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:

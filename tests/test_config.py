@@ -15,7 +15,7 @@ NLPO_CONFIG = RL4LMS_CONFIGS / "imdb_gpt2_nlpo.yml"
 
 @pytest.mark.parametrize("name", ["cnn_dm_t5_ppo.yml", "imdb_gpt2_nlpo.yml", "commongen_t5_supervised.yml"])
 def test_rl4lms_configs_validate_unchanged(run_grue, name):
-    code, out, err = run_grue("validate", str(RL4LMS_CONFIGS / name))
+    code, _, err = run_grue("validate", str(RL4LMS_CONFIGS / name))
     assert code == 0, err
     assert out.startswith(f"ok: {RL4LMS_CONFIGS / name}")
 
@@ -152,7 +152,7 @@ MALFORMED = [
 @pytest.mark.parametrize(("edit", "key", "words"), MALFORMED, ids=[m[1] for m in MALFORMED])
 def test_malformed_config_exits_2_naming_file_and_key(run_grue, tmp_path, edit, key, words):
     path = _mutate(tmp_path, edit)
-    code, out, err = run_grue("validate", str(path))
+    code, _, err = run_grue("validate", str(path))
     assert code == 2
     assert out == ""
     assert f"{path}: {key}" in err
@@ -192,7 +192,7 @@ def test_a_config_file_not_in_utf8_exits_2_saying_where_and_to_save_it_as_utf8(
     path = tmp_path / "bad.yml"
     path.write_bytes(content)
     store = ["--store", str(tmp_path / "s.sqlite"), "--output-dir", str(tmp_path / "runs")]
-    code, out, err = run_grue(*command, str(path), *(store if command[0] == "run" else []))
+    code, _, err = run_grue(*command, str(path), *(store if command[0] == "run" else []))
     assert code == 2
     assert out == ""
     assert err.splitlines() == [
@@ -235,6 +235,33 @@ def test_malformed_override(assignment):
 def test_override_into_a_value_is_refused():
     with pytest.raises(GrueError, match="is a value, not a section"):
         apply_override({"alg": "ppo"}, "alg.id=ppo")
+
+
+def test_an_override_addresses_a_list_item_by_its_position():
+    data = {
+        "train_evaluation": {
+            "metrics": [{"id": "rouge"}, {"id": "causal_perplexity", "args": {"stride": 512}}]
+        }
+    }
+    apply_override(data, "train_evaluation.metrics.1.args.stride=256")
+    apply_override(data, "train_evaluation.metrics.0.id=meteor")
+    assert data["train_evaluation"]["metrics"] == [
+        {"id": "meteor"},
+        {"id": "causal_perplexity", "args": {"stride": 256}},
+    ]
+    for key in ("train_evaluation.metrics.2.id", "train_evaluation.metrics.first.id"):
+        with pytest.raises(GrueError, match="is not an item of a list of 2") as error:
+            apply_override(data, f"{key}=x")
+        assert "0 to 1" in str(error.value)
+
+
+def test_a_list_item_override_reaches_validation(run_grue, tmp_path):
+    config = tmp_path / "c.yml"
+    config.write_text(PPO_CONFIG.read_text())
+    code, _, err = run_grue(
+        "validate", str(config), "--set", "train_evaluation.metrics.0.args.bogus=1", "--dump"
+    )
+    assert code == 2 and "train_evaluation.metrics.0.args" in err and "bogus" in err
 
 
 def test_bad_override_value_via_cli(run_grue):
