@@ -15,7 +15,7 @@ NLPO_CONFIG = RL4LMS_CONFIGS / "imdb_gpt2_nlpo.yml"
 
 @pytest.mark.parametrize("name", ["cnn_dm_t5_ppo.yml", "imdb_gpt2_nlpo.yml", "commongen_t5_supervised.yml"])
 def test_rl4lms_configs_validate_unchanged(run_grue, name):
-    code, _, err = run_grue("validate", str(RL4LMS_CONFIGS / name))
+    code, out, err = run_grue("validate", str(RL4LMS_CONFIGS / name))
     assert code == 0, err
     assert out.startswith(f"ok: {RL4LMS_CONFIGS / name}")
 
@@ -152,7 +152,7 @@ MALFORMED = [
 @pytest.mark.parametrize(("edit", "key", "words"), MALFORMED, ids=[m[1] for m in MALFORMED])
 def test_malformed_config_exits_2_naming_file_and_key(run_grue, tmp_path, edit, key, words):
     path = _mutate(tmp_path, edit)
-    code, _, err = run_grue("validate", str(path))
+    code, out, err = run_grue("validate", str(path))
     assert code == 2
     assert out == ""
     assert f"{path}: {key}" in err
@@ -192,7 +192,7 @@ def test_a_config_file_not_in_utf8_exits_2_saying_where_and_to_save_it_as_utf8(
     path = tmp_path / "bad.yml"
     path.write_bytes(content)
     store = ["--store", str(tmp_path / "s.sqlite"), "--output-dir", str(tmp_path / "runs")]
-    code, _, err = run_grue(*command, str(path), *(store if command[0] == "run" else []))
+    code, out, err = run_grue(*command, str(path), *(store if command[0] == "run" else []))
     assert code == 2
     assert out == ""
     assert err.splitlines() == [
