@@ -60,7 +60,6 @@ EMPTY, COPY, CONSTANT, OTHER_REFERENCE = (
     "floor:other-reference",
 )
 CEILING = "ceiling:human"
-FLOORS = (EMPTY, COPY, CONSTANT, OTHER_REFERENCE)
 
 
 def _take(row: ReferenceRow, scores: Scores, samples: Sequence[Sample]) -> None:
