@@ -148,7 +148,7 @@ def profile_results(
     flags = {}
     for (task, alg), group in final.groupby(["task", "alg"], sort=True):
         runs = group[["seed", "run_id"]].drop_duplicates().itertuples(index=False)
-        reason = evidence.collapse_reasons(((int(s), int(r)) for s, r in runs), data.collapse)
+        reason = evidence.collapse_reasons({int(seed): data.collapse.get(int(run)) for seed, run in runs})
         if reason:
             flags[(task, alg)] = reason
     unflagged = [(task, alg) not in flags for task, alg in zip(final["task"], final["alg"], strict=True)]
@@ -205,11 +205,11 @@ def _verdicts(
         head = headlines[task]
         order = sorted(algs, key=lambda a: algs[a].seed_values.mean(), reverse=head.higher_is_better)
         pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
-        floor = evidence.best_floor(references.get(task, []), head.metric, head.higher_is_better)
-        floor_row = evidence.reference_row(floor, head.metric) if floor else None
+        floor = evidence.best_floor_row(references.get(task, []), head.metric, head.higher_is_better)
         compared = [(a, b, algs[a], algs[b]) for a, b in pairs]
-        if floor is not None and floor_row is not None:
-            compared += [(a, floor.name, algs[a], floor_row) for a in order]
+        if floor is not None:
+            floor_name, floor_row = floor
+            compared += [(a, floor_name, algs[a], floor_row) for a in order]
             for alg in order:
                 mark = evidence.floor_mark(algs[alg], floor_row, head.higher_is_better)
                 if mark:

@@ -11,7 +11,7 @@ means only and says so (``method``). Intervals and paired differences are
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,20 +53,14 @@ class ReferenceRow:
         return self.name.startswith(FLOOR_PREFIX)
 
     def add(
-        self,
-        corpus: Mapping[str, float],
-        samples: Mapping[str, Sequence[float]],
-        ids: Sequence[str],
-        keys: set[str] | None = None,
+        self, corpus: Mapping[str, float], samples: Mapping[str, Sequence[float]], ids: Sequence[str]
     ) -> None:
-        """Take the ``corpus`` scores and per-sample values (in the order of ``ids``), only ``keys``
-        when given."""
+        """Take the ``corpus`` scores and per-sample values (in the order of ``ids``)."""
         for key, value in corpus.items():
-            if keys is None or key in keys:
-                self.corpus[key] = value
-                self.sample_count[key] = len(ids)
-                if key in samples:
-                    self.samples[key] = dict(zip(ids, samples[key], strict=True))
+            self.corpus[key] = value
+            self.sample_count[key] = len(ids)
+            if key in samples:
+                self.samples[key] = dict(zip(ids, samples[key], strict=True))
 
 
 def is_reference(alg: str) -> bool:
@@ -261,12 +255,11 @@ def average_improvement(improvement: pd.DataFrame) -> pd.DataFrame:
 # --- collapse -----------------------------------------------------------------------------------
 
 
-def collapse_reasons(runs: Iterable[tuple[int, int]], stats: Mapping[int, OutputStats]) -> str:
-    """A row's collapse flag: the reasons of each flagged seed ('' when none is flagged);
-    ``runs``: (seed, run id) pairs."""
+def collapse_reasons(stats: Mapping[int, OutputStats | None]) -> str:
+    """A row's collapse flag from its seeds' statistics (seed -> stats, None: no generations): the
+    reasons of each flagged seed, '' when none is flagged."""
     parts = []
-    for seed, run_id in sorted(runs):
-        found = stats.get(run_id)
+    for seed, found in sorted(stats.items()):
         reasons = found.reasons() if found else []
         if reasons:
             parts.append(f"seed {seed}: {', '.join(reasons)}")
@@ -324,6 +317,15 @@ def best_floor(
         return None
     pick = max if higher_is_better else min
     return pick(floors, key=lambda r: r.corpus[metric])
+
+
+def best_floor_row(
+    references: Sequence[ReferenceRow], metric: str, higher_is_better: bool
+) -> tuple[str, Row] | None:
+    """The best floor's name and its row of ``metric``, or None when there is none."""
+    floor = best_floor(references, metric, higher_is_better)
+    row = reference_row(floor, metric) if floor else None
+    return (floor.name, row) if floor and row else None
 
 
 def anchors(task: str, references: Sequence[ReferenceRow], metric: str, higher_is_better: bool) -> Anchors:

@@ -31,7 +31,15 @@ from grue_bench.errors import GrueError
 from grue_bench.evaluation import component_for, score
 from grue_bench.report.aggregate import Headline
 from grue_bench.report.collapse import output_stats
-from grue_bench.report.evidence import ReferenceRow, Row, best_floor, difference, floor_mark, reference_row
+from grue_bench.report.evidence import (
+    ReferenceRow,
+    Row,
+    best_floor_row,
+    collapse_reasons,
+    difference,
+    floor_mark,
+    reference_row,
+)
 from grue_bench.report.intervals import (
     Interval,
     components,
@@ -176,21 +184,19 @@ def task_row(
 ) -> TaskRow:
     """A row's headline re-scored per sample, its stated perplexity and its collapse flag."""
     generations = submission.tasks[task_id]
-    lines, values, flags = [], [], []
+    lines, values, stats = [], [], {}
     ids = [s.id for s in generations.samples]
     references = [s.references for s in generations.samples]
     for seed, texts in sorted(generations.seeds.items()):
         scores = score([component], generations.samples, texts.texts, split="test")
         lines.append(scores.samples[metric])
         values.append(scores.corpus()[metric])
-        reasons = output_stats(texts.texts, references).reasons()
-        if reasons:
-            flags.append(f"seed {seed}: {', '.join(reasons)}")
+        stats[seed] = output_stats(texts.texts, references)
     matrix = pd.DataFrame(lines, columns=ids)
     stated = submission.meta.tasks[task_id].scores or {}
     fluency = [stated.get(seed, {}).get(FLUENCY) for seed in sorted(generations.seeds)]
     fluency_values = np.array(fluency, dtype=float) if all(v is not None for v in fluency) else None
-    return TaskRow(row, Row(np.array(values), matrix), fluency_values, "; ".join(flags))
+    return TaskRow(row, Row(np.array(values), matrix), fluency_values, collapse_reasons(stats))
 
 
 def compare_task(
@@ -211,14 +217,11 @@ def compare_task(
         for upper, lower in STEPS
         if upper in by_row and lower in by_row
     ]
-    floor = best_floor(references, headline.metric, headline.higher_is_better)
-    floor_row = reference_row(floor, headline.metric) if floor else None
+    floor = best_floor_row(references, headline.metric, headline.higher_is_better)
     marks = {
-        r.row: floor_mark(r.headline, floor_row, headline.higher_is_better) or "above"
-        for r in rows
-        if floor_row is not None
+        r.row: floor_mark(r.headline, floor[1], headline.higher_is_better) or "above" for r in rows if floor
     }
-    return TaskComparison(task, headline, paper, rows, list(references), steps, floor and floor.name, marks)
+    return TaskComparison(task, headline, paper, rows, list(references), steps, floor and floor[0], marks)
 
 
 def _step(upper: TaskRow, lower: TaskRow, paper: PaperTask | None, head: Headline, decimals: int) -> Step:
