@@ -153,27 +153,25 @@ def compute_rows(
 ) -> list[ReferenceRow]:
     """Score every floor and the ceiling (no cache)."""
     log.info("task %s: scoring its floors and ceiling on %s (%d samples)", spec.id, split, len(samples))
-    rows = []
-    empty = ReferenceRow(EMPTY, "the empty output")
-    _take(empty, score(suite, samples, [""] * len(samples), split=split), samples)
-    rows.append(empty)
+
+    def floor(name: str, note: str, texts: list[str]) -> ReferenceRow:
+        row = ReferenceRow(name, note)
+        _take(row, score(suite, samples, texts, split=split), samples)
+        return row
+
+    rows = [floor(EMPTY, "the empty output", [""] * len(samples))]
     if spec.floors is not None:
         copy = spec.resolve(spec.floors.copy_input)
         by_id = {str(row.get("id")): row for row in read_jsonl(spec.data_path(split))}
-        texts = [copy(by_id[s.id]) for s in samples]
-        row = ReferenceRow(COPY, f"the task's copy of its input ({spec.floors.copy_input})")
-        _take(row, score(suite, samples, texts, split=split), samples)
-        rows.append(row)
+        note = f"the task's copy of its input ({spec.floors.copy_input})"
+        rows.append(floor(COPY, note, [copy(by_id[s.id]) for s in samples]))
     constant = constant_output(spec, suite)
     if constant is not None:
-        row = ReferenceRow(CONSTANT, f"the same train reference for every input: {constant!r}")
-        _take(row, score(suite, samples, [constant] * len(samples), split=split), samples)
-        rows.append(row)
+        note = f"the same train reference for every input: {constant!r}"
+        rows.append(floor(CONSTANT, note, [constant] * len(samples)))
     if len(samples) > 1 and all(s.references for s in samples):
         texts = [samples[(i + 1) % len(samples)].references[0] for i in range(len(samples))]
-        row = ReferenceRow(OTHER_REFERENCE, "the next test sample's first reference")
-        _take(row, score(suite, samples, texts, split=split), samples)
-        rows.append(row)
+        rows.append(floor(OTHER_REFERENCE, "the next test sample's first reference", texts))
     rows.append(ceiling(suite, samples, split))
     return rows
 
@@ -187,7 +185,8 @@ def ceiling(suite: list[Component], samples: list[Sample], split: str) -> Refere
     row = ReferenceRow(
         CEILING,
         f"a reference as the output: against the others on the {len(several)} of {len(samples)} "
-        f"samples with 2+ references; judged alone on the {len(with_refs)} with one",
+        f"samples with 2+ references; a reference-free metric on the first reference of all "
+        f"{len(with_refs)} with references",
     )
     if free and with_refs:
         _take(row, score(free, with_refs, [s.references[0] for s in with_refs], split=split), with_refs)
