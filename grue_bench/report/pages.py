@@ -14,7 +14,7 @@ import pandas as pd
 
 from grue_bench.report.aggregate import MIN_SEEDS, Headline
 from grue_bench.report.collapse import OutputStats
-from grue_bench.report.evidence import Anchors, is_reference
+from grue_bench.report.evidence import CEILING_PREFIX, Anchors, is_reference
 from grue_bench.report.results import ProfileResults
 from grue_bench.report.schema import Leaderboard
 from grue_bench.report.table import MISSING, Cell, Column, Table, fmt, interval_note, safe_link, sort_key
@@ -157,7 +157,7 @@ def leaderboard_table(
         spec = schema.metric(task.headline.metric)
         columns.append(Column(f"{task.name}: {spec.display}{arrow(spec.higher_is_better)}", task.id, True))
     rows = []
-    references = sorted({a for a in found.summary["alg"] if is_reference(a)}, key=_reference_order)
+    references = reference_names(found.summary)
     for alg in [*_by_overall(found.overall, {run.alg for run in runs}), *references]:
         row = [alg_cell(alg, runs), _overall_cell(found.overall, alg), _mean_rank_cell(found.ranks, alg)]
         for task in ranked:
@@ -166,9 +166,11 @@ def leaderboard_table(
     return Table(table_id, "Headline metric per task: mean over seeds", columns, rows)
 
 
-def _reference_order(name: str) -> tuple[int, str]:
-    """Floors first, then the ceiling."""
-    return (name.startswith("ceiling:"), name)
+def reference_names(summary: pd.DataFrame) -> list[str]:
+    """The floor and ceiling rows of a summary: floors first (by name), then the ceiling."""
+    return sorted(
+        {a for a in summary["alg"] if is_reference(a)}, key=lambda a: (a.startswith(CEILING_PREFIX), a)
+    )
 
 
 def anchors_table(
@@ -322,7 +324,7 @@ def metrics_table(
         spec = schema.metric(metric)
         columns.append(Column(spec.display + arrow(spec.higher_is_better), spec.description or metric, True))
     rows = []
-    references = sorted({a for a in summary["alg"] if is_reference(a)}, key=_reference_order)
+    references = reference_names(summary)
     for alg in [*sorted({run.alg for run in runs}), *references]:
         alg_runs = [run for run in runs if run.alg == alg]
         models = ", ".join(sorted({run.model or "unknown" for run in alg_runs})) or MISSING
