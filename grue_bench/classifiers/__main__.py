@@ -1,4 +1,6 @@
-"""``python -m grue_bench.classifiers``: train (or load) the offline classifiers and print test accuracy."""
+"""``python -m grue_bench.classifiers``: build (or load) the offline judges and print how well each does
+on texts it was never fitted on (docs/METRICS.md holds the same figures; ``python -m
+grue_bench.report.validity`` writes it)."""
 
 from __future__ import annotations
 
@@ -6,32 +8,37 @@ import argparse
 import logging
 import time
 
-from grue_bench.classifiers.offline import (
-    COMMONGEN_PLAUSIBILITY,
-    DAILY_DIALOG_INTENT,
-    IMDB_SENTIMENT,
-    evaluate,
-)
+from grue_bench.classifiers.measure import ACT_NAMES, measure_act_judge, measure_sentiment_judge
+from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, evaluate
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the offline classifiers' accuracy on ``--split`` beside the majority-class baseline."""
+    """One line per judge and version, then the CommonGen plausibility stand-in."""
     parser = argparse.ArgumentParser(prog="python -m grue_bench.classifiers", description=__doc__)
-    parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
-    args = parser.parse_args(argv)
+    parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    specs = (
-        ("IMDB sentiment", IMDB_SENTIMENT),
-        ("DailyDialog intent", DAILY_DIALOG_INTENT),
-        ("CommonGen plausibility", COMMONGEN_PLAUSIBILITY),
-    )
-    for label, spec in specs:
+    for judge in ("imdb_sentiment@2", "imdb_sentiment@1"):
         start = time.perf_counter()
-        result = evaluate(spec, args.split)
+        s = measure_sentiment_judge(judge)
         print(
-            f"{label} {result.split} accuracy: {result.accuracy:.3f} (n={result.n}; majority class "
-            f"{result.majority_accuracy:.3f}; {time.perf_counter() - start:.1f}s incl. training or loading)"
+            f"{judge}: held-out accuracy {s.accuracy:.4f} (n={s.n}), calibration error "
+            f"{s.calibration_error:.3f}, mean P(positive) {s.mean_positive:.3f} positive / "
+            f"{s.mean_negative:.3f} negative, empty text {s.empty:.3f} "
+            f"({time.perf_counter() - start:.1f}s incl. building or loading)"
         )
+    for judge in ("daily_dialog_intent@2", "daily_dialog_intent@1"):
+        start = time.perf_counter()
+        a = measure_act_judge(judge)
+        f1 = ", ".join(f"{ACT_NAMES[act]} {value:.3f}" for act, value in a.f1.items())
+        print(
+            f"{judge}: held-out accuracy {a.accuracy:.4f} (n={a.n}; majority act {a.majority:.3f}), F1 {f1}, "
+            f"empty reply's act {a.empty_act} ({time.perf_counter() - start:.1f}s incl. building or loading)"
+        )
+    result = evaluate(COMMONGEN_PLAUSIBILITY, "test")
+    print(
+        f"commongen_plausibility: test accuracy {result.accuracy:.4f} (n={result.n}; majority class "
+        f"{result.majority_accuracy:.3f})"
+    )
     return 0
 
 

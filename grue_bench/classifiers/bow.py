@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from grue_bench.classifiers.features import SparseBatch, TfidfVectorizer
+from grue_bench.classifiers.files import read_classifier, write_classifier
+from grue_bench.classifiers.linear import fit_softmax, sparse_rows
 
 if TYPE_CHECKING:
     import torch
@@ -42,55 +43,8 @@ class BowConfig:
 
 def _matrix(batch: SparseBatch, n_features: int) -> torch.Tensor:
     """The documents as a sparse CSR matrix (documents x features); rows come with sorted columns."""
-    import torch
-
-    crow = torch.tensor([*batch.offsets, len(batch.indices)], dtype=torch.int64)
-    col = torch.tensor(batch.indices, dtype=torch.int64)
-    values = torch.tensor(batch.weights, dtype=torch.float32)
-    shape = (len(batch.offsets), n_features)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return torch.sparse_csr_tensor(crow, col, values, shape, check_invariants=True)
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Torch's intra-op threads at 1 inside, restored after. Its float sums then add up in one order:
-    with 2 threads DailyDialog's act classifier came out with other weights than with 1, enough to
-    change one test reply's act (an intent accuracy 0.005 apart), so a metric depended on the
-    thread count of the process that trained its classifier first."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def loss_and_gradients(
-    x: torch.Tensor,
-    x_t: torch.Tensor,
-    target: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    l2: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Mean NLL + l2 |W|^2 and its gradients, written out: autograd through sparse products is ~30x slower.
-
-    With P = softmax(XW + b) and Y the one-hot targets:
-    dL/dW = X^T (P - Y) / n + 2 l2 W and dL/db = sum over documents of (P - Y) / n.
-    """
-    import torch
-
-    log_p = torch.log_softmax(x @ weight + bias, dim=-1)
-    n = target.size(0)
-    loss = -log_p[torch.arange(n), target].mean() + l2 * weight.pow(2).sum()
-    residual = log_p.exp()
-    residual[torch.arange(n), target] -= 1.0
-    residual /= n
-    return loss, x_t @ residual + 2.0 * l2 * weight, residual.sum(dim=0)
+    offsets = np.array([*batch.offsets, len(batch.indices)], dtype=np.int64)
+    return sparse_rows(offsets, np.array(batch.indices, dtype=np.int64), np.array(batch.weights), n_features)
 
 
 class BowClassifier:
@@ -133,21 +87,10 @@ class BowClassifier:
         classes = sorted(set(labels))
         vectorizer, batch = TfidfVectorizer.fit_transform(texts, config.max_n, config.min_df)
         x = _matrix(batch, len(vectorizer.vocabulary))
-        x_t = x.to_sparse_coo().t().coalesce().to_sparse_csr()
         target = torch.tensor([classes.index(y) for y in labels], dtype=torch.long)
-        weight = torch.zeros(len(vectorizer.vocabulary), len(classes))
-        bias = torch.zeros(len(classes))
         l2 = 1.0 / (2.0 * config.c * len(texts))  # the per-sample share of |W|^2 / (2C)
-        optimizer = torch.optim.LBFGS([weight, bias], max_iter=config.max_iter, line_search_fn="strong_wolfe")
-
-        def closure() -> torch.Tensor:
-            loss, weight.grad, bias.grad = loss_and_gradients(x, x_t, target, weight, bias, l2)
-            return loss
-
-        with one_thread():
-            optimizer.step(closure)
-            weight.grad = bias.grad = None
-            final_loss = float(loss_and_gradients(x, x_t, target, weight, bias, l2)[0])
+        # torch's default history (100): the weights these judges have had since they were first fitted
+        weight, bias, final_loss = fit_softmax(x, target, len(classes), l2, config.max_iter, history_size=100)
         logger.info(
             "trained bag-of-n-grams classifier: %d documents, %d features, %d classes, loss %.4f, %.1fs",
             len(texts),
@@ -159,36 +102,26 @@ class BowClassifier:
         return cls(vectorizer, weight, bias, classes, config)
 
     def save(self, directory: Path) -> None:
-        """Write ``weights.safetensors`` and ``classifier.json`` (no pickle anywhere)."""
-        import torch
-        from safetensors.torch import save_file
-
-        directory.mkdir(parents=True, exist_ok=True)
-        tensors = {
-            "weight": self.weight.contiguous(),
-            "bias": self.bias.contiguous(),
-            "idf": torch.tensor(self.vectorizer.idf, dtype=torch.float64),
+        """Write the weights, the idf and the vocabulary (``files.write_classifier``)."""
+        arrays = {
+            "weight": self.weight.numpy(),
+            "bias": self.bias.numpy(),
+            "idf": np.asarray(self.vectorizer.idf, dtype=np.float64),
         }
-        save_file(tensors, str(directory / "weights.safetensors"))
         meta = {
-            "format_version": FORMAT_VERSION,
             "labels": self.labels,
             "config": asdict(self.config),
             "vocabulary": self.vectorizer.vocabulary,
         }
-        (directory / "classifier.json").write_text(json.dumps(meta), encoding="utf-8")
+        write_classifier(directory, arrays, meta, FORMAT_VERSION)
 
     @classmethod
     def load(cls, directory: Path) -> BowClassifier:
         """Read a classifier written by ``save``."""
-        from safetensors.torch import load_file
+        import torch
 
-        meta = json.loads((directory / "classifier.json").read_text(encoding="utf-8"))
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(
-                f"{directory}: classifier format {meta.get('format_version')} != {FORMAT_VERSION}"
-            )
-        tensors = load_file(str(directory / "weights.safetensors"))
+        arrays, meta = read_classifier(directory, FORMAT_VERSION)
         config = BowConfig(**meta["config"])
-        vectorizer = TfidfVectorizer(meta["vocabulary"], tensors["idf"].tolist(), config.max_n)
-        return cls(vectorizer, tensors["weight"], tensors["bias"], list(meta["labels"]), config)
+        vectorizer = TfidfVectorizer(meta["vocabulary"], arrays["idf"].tolist(), config.max_n)
+        weight, bias = torch.from_numpy(arrays["weight"]), torch.from_numpy(arrays["bias"])
+        return cls(vectorizer, weight, bias, list(meta["labels"]), config)

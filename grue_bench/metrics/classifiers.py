@@ -7,6 +7,7 @@ from typing import Any
 
 from grue_bench.classifiers.datasets import join_words
 from grue_bench.classifiers.defaults import intent_classifier, sentiment_classifier
+from grue_bench.classifiers.judges import DEFAULT_ACT_JUDGE, DEFAULT_SENTIMENT_JUDGE, ActJudge, SentimentJudge
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 
@@ -21,7 +22,9 @@ class SentimentScore(Metric):
     """Probability of class ``label_ix`` (1 = positive) under a sentiment classifier, as RL4LMs scores IMDB.
 
     ``model_name`` is a hub id (RL4LMs used ``lvwerra/distilbert-imdb``) or a local folder; unset, the
-    offline bag-of-n-grams classifier trained on the shipped IMDB train split is used (trained once, cached).
+    offline ``judge`` is used (built once, cached): ``imdb_sentiment@2``, an NB-SVM trained on 42,025 IMDB
+    reviews, or ``imdb_sentiment@1``, the bag-of-n-grams classifier of the 2,000 shipped train reviews that
+    scored stores written before 2026-11-27 (docs/METRICS.md measures both).
     With ``include_prompt_for_eval`` the text scored is prompt + generation, joined by a space where neither
     side has one (RL4LMs concatenates them bare, which glues two words together for a word-level model).
     A hub model reads a text too long for it from the end (RL4LMs truncates on the left).
@@ -35,9 +38,11 @@ class SentimentScore(Metric):
         label_ix: int = 1,
         batch_size: int = 32,
         include_prompt_for_eval: bool = True,
+        judge: SentimentJudge = DEFAULT_SENTIMENT_JUDGE,
     ) -> None:
 
-        self.classifier = sentiment_classifier(model_name, batch_size=batch_size)
+        self.classifier = sentiment_classifier(model_name, judge, batch_size=batch_size)
+        self.judge = model_name or judge
         if not 0 <= label_ix < len(self.classifier.labels):
             raise GrueError(
                 f"label_ix {label_ix} is out of range for a classifier with "
@@ -102,14 +107,19 @@ class IntentAccuracy(Metric):
 
     The target act is ``meta_info["response_act"]`` (1 inform .. 4 commissive) when present, else the
     classifier's act for the first reference. ``model_name`` is a hub id (RL4LMs used
-    ``rajkumarrrk/roberta-daily-dialog-intent-classifier``) or a folder; unset, the offline classifier
-    trained on the shipped DailyDialog train replies is used.
+    ``rajkumarrrk/roberta-daily-dialog-intent-classifier``) or a folder; unset, the offline ``judge`` is
+    used: ``daily_dialog_intent@2`` reads the previous utterance and the reply, as RL4LMs's does, and gives a
+    reply with no word no act; ``daily_dialog_intent@1`` (stores written before 2026-11-27) reads the reply
+    alone.
     """
 
     reference_free = True
 
-    def __init__(self, model_name: str | None = None, batch_size: int = 32) -> None:
-        self.classifier = intent_classifier(model_name, batch_size=batch_size)
+    def __init__(
+        self, model_name: str | None = None, batch_size: int = 32, judge: ActJudge = DEFAULT_ACT_JUDGE
+    ) -> None:
+        self.classifier = intent_classifier(model_name, judge, batch_size=batch_size)
+        self.judge = model_name or judge
 
     def compute(
         self,

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, create_model
 
 from grue_bench import plugins
+from grue_bench.classifiers.judges import DEFAULT_ACT_JUDGE, ActJudge
 from grue_bench.errors import GrueError
 from grue_bench.rewards.base import RewardFunction
 from grue_bench.schema import args_model
@@ -116,7 +117,8 @@ class IntentAccuracyReward(RewardFunction):
     """RL4LMs ``intent_accuracy``: intent_coeff * intent match [+ auto_coeff * METEOR when ``shape``].
 
     Defaults are RL4LMs's. Its METEOR term is, by a slip, the METEOR of all the batch's samples up to
-    this one; ours is this sample's. ``model_name`` (a GRUE extension) names the act classifier.
+    this one; ours is this sample's. ``model_name`` and ``judge`` (GRUE extensions) name the act
+    classifier, as the intent_accuracy metric's do.
     """
 
     def __init__(
@@ -125,8 +127,10 @@ class IntentAccuracyReward(RewardFunction):
         intent_coeff: float = 1.0,
         auto_coeff: float = 1.0,
         model_name: str | None = None,
+        judge: ActJudge = DEFAULT_ACT_JUDGE,
     ) -> None:
-        self.intent = MetricReward("intent_accuracy", ["intent/accuracy"], {"model_name": model_name})
+        args = {"model_name": model_name, "judge": judge}
+        self.intent = MetricReward("intent_accuracy", ["intent/accuracy"], args)
         self.meteor = MetricReward("meteor", ["lexical/meteor"]) if shape else None
         self.intent_coeff = intent_coeff
         self.auto_coeff = auto_coeff

@@ -28,6 +28,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from grue_bench import plugins
+from grue_bench.classifiers.judges import CURRENT_JUDGES
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.prepare import asset_key, error_text, prepare_here, prepare_in
 from grue_bench.runner.recorder import MessageRecorder, StoreRecorder, apply_message
@@ -129,6 +130,7 @@ class GridExecutor:
             config_hash=spec.config_hash,
             output_dir=str(self.output_root),
             force=self.force,
+            judges=CURRENT_JUDGES,
         )
         if record.done:
             self.report.skipped.append(spec.label)

@@ -124,11 +124,15 @@ class RunsTable:
         source: str = "run",
         submission: dict[str, Any] | None = None,
         force: bool = False,
+        judges: dict[str, str] | None = None,
     ) -> RunRecord:
         """Insert a 'queued' run held by this process; one with the same key is queued again for
-        a resume (and claimed), or returned as is if done or held by another live process."""
+        a resume (and claimed), or returned as is if done or held by another live process.
+        ``judges`` (kind -> name) are the offline judges that score it, kept in its ``versions``."""
         key = run_key(task, alg, seed, config_hash)
         environment = environment_info()
+        if judges is not None:
+            environment["offline_judges"] = judges
         row = {
             "key": key,
             "task": task,

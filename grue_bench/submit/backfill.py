@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from tqdm.auto import tqdm
 
 from grue_bench import plugins
+from grue_bench.classifiers.judges import judges_of, with_judges
 from grue_bench.data import Sample
 from grue_bench.datapools import TaskPool
 from grue_bench.errors import GrueError
@@ -105,8 +106,12 @@ def _backfill_one(
 
 
 def _metrics(run: RunRecord) -> list[Component]:
-    """The run's metric suite: its config's, else its task's."""
+    """The run's metric suite: its config's, else its task's; each judged metric with the judge the
+    run records (a run stored before judges had names: the first ones)."""
     configured = (run.config.get("train_evaluation") or {}).get("metrics") if run.config else None
     if configured:
-        return [Component.model_validate(item) for item in configured]
-    return list(plugins.TASKS.get(run.task).metrics)
+        metrics = [Component.model_validate(item) for item in configured]
+    else:
+        metrics = list(plugins.TASKS.get(run.task).metrics)
+    judges = judges_of(run.versions)
+    return [Component(id=m.id, args=with_judges(m.id, m.args, judges)) for m in metrics]

@@ -19,10 +19,11 @@ can be read against what no training achieves:
 
 A floor's outputs do not depend on a seed: its rows are deterministic (one line, no seed variance).
 Metrics that need the policy's model (perplexity) have no floor value. Rows are cached under
-``cache_dir()/floors``, keyed by the task, its version, the split's samples, the suite and
-``FLOORS_VERSION`` (bump it when a metric's implementation changes what a floor scores). Each GRUE
-task folder ships its rows (``floors.json``, written by ``python -m grue_bench.submit.floors``), used
-while their key is the current one, so a fresh install does not score them again.
+``cache_dir()/floors``, keyed by the task, its version, the split's samples, the suite, the offline
+judges in force and ``FLOORS_VERSION`` (bump it when a metric's implementation changes what a floor
+scores). Each GRUE task folder ships its rows (``floors.json``, written by
+``python -m grue_bench.submit.floors``), used while their key is the current one, so a fresh install
+does not score them again.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from grue_bench import __version__, plugins
+from grue_bench.classifiers.judges import CURRENT_JUDGES
 from grue_bench.data import Sample, read_jsonl
 from grue_bench.datapools import TaskPool
 from grue_bench.errors import GrueError
@@ -140,6 +142,7 @@ def cache_key(spec: TaskSpec, split: str, suite: list[Component], samples: list[
     payload = {
         "floors_version": FLOORS_VERSION,
         "grue_bench": __version__,
+        "offline_judges": CURRENT_JUDGES,
         "task": [spec.id, spec.version, split],
         "constant_floor": [CONSTANT_CANDIDATES, CONSTANT_PROMPTS],
         "suite": [c.model_dump() for c in suite],

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from grue_bench.classifiers.judges import CURRENT_JUDGES
 from grue_bench.errors import GrueError, Problem
 from grue_bench.store import Store
 from grue_bench.submit.rescore import Rescored
@@ -66,6 +67,7 @@ def record(
                     output_dir=str(submission.root),
                     source="submission",
                     submission=meta.card(),
+                    judges=CURRENT_JUDGES,
                 )
                 if run.done:  # the same key recorded by something else
                     raise GrueError(

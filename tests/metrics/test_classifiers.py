@@ -6,7 +6,13 @@ from conftest import NEEDS_WORDNET
 
 from grue_bench.classifiers.bow import BowClassifier
 from grue_bench.classifiers.cache import cached_path
-from grue_bench.classifiers.offline import DAILY_DIALOG_INTENT, IMDB_SENTIMENT, evaluate, offline_classifier
+from grue_bench.classifiers.offline import (
+    DAILY_DIALOG_INTENT,
+    IMDB_SENTIMENT,
+    evaluate,
+    fingerprint,
+    offline_classifier,
+)
 from grue_bench.errors import MissingAssetError
 from grue_bench.metrics.classifiers import IntentAccuracy, SentimentScore, VaderSentiment
 
@@ -28,7 +34,7 @@ def test_intent_classifier_beats_the_majority_class_by_ten_points(intent_bow):
 
 
 def test_a_cached_classifier_is_loaded_not_retrained(sentiment_bow, monkeypatch):
-    path = cached_path(IMDB_SENTIMENT.name, IMDB_SENTIMENT.data("train"), IMDB_SENTIMENT.config)
+    path = cached_path(IMDB_SENTIMENT.name, fingerprint(IMDB_SENTIMENT))
     assert sorted(p.name for p in path.iterdir()) == ["classifier.json", "weights.safetensors"]  # no pickle
 
     def no_training(*args, **kwargs):
@@ -63,19 +69,25 @@ def test_training_is_deterministic_whatever_the_thread_count():
     assert first.bias.equal(second.bias)
 
 
-def test_the_classifiers_command_prints_each_accuracy(sentiment_bow, intent_bow, capsys):
+def test_the_classifiers_command_prints_each_judges_held_out_figures(
+    sentiment_bow, intent_bow, sentiment_judge, act_judge, capsys
+):
     from grue_bench.classifiers.__main__ import main
 
     assert main([]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 3
-    assert lines[0].startswith("IMDB sentiment test accuracy: 0.")
-    assert lines[1].startswith("DailyDialog intent test accuracy: 0.")
-    assert lines[2].startswith("CommonGen plausibility test accuracy: 0.")
-    assert all("majority class" in line for line in lines)
+    assert [line.split(":")[0] for line in lines] == [
+        "imdb_sentiment@2",
+        "imdb_sentiment@1",
+        "daily_dialog_intent@2",
+        "daily_dialog_intent@1",
+        "commongen_plausibility",
+    ]
+    assert all("accuracy 0." in line for line in lines)
+    assert "calibration error" in lines[0] and "F1 inform" in lines[2]
 
 
-def test_sentiment_score_is_the_positive_probability(sentiment_bow):
+def test_sentiment_score_is_the_positive_probability(sentiment_judge):
     metric = SentimentScore()
     prompts = ["I watched it last night.", "I watched it last night."]
     scores, corpus = metric.compute(prompts, [POSITIVE, NEGATIVE], [[""], [""]])[
@@ -104,6 +116,7 @@ def test_a_hub_classifier_offline_fails_without_the_network_naming_the_model_and
     assert model_id in message
     assert "offline default" in message
     assert "leave model_name unset" in message
+    assert ("imdb_sentiment@2" if metric_class is SentimentScore else "daily_dialog_intent@2") in message
 
 
 def test_vader_ranks_positive_above_negative():
