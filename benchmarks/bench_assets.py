@@ -1,11 +1,12 @@
-"""Seconds to get the offline classifiers and to refuse hub models offline (run by hand).
+"""Seconds to get the offline judges, to score with them, and to refuse hub models offline (run by hand).
 
     python benchmarks/bench_assets.py
 
-In a fresh temporary GRUE_CACHE, each offline classifier is trained (the first use) and then
-loaded from the cache (every later use); with HF_HUB_OFFLINE=1, a hub classifier and BERTScore's
-roberta-large backbone are refused with a MissingAssetError. The tests check that the cache is
-used and that no network is tried offline; these are the times. Prints one JSON line.
+In a fresh temporary GRUE_CACHE, each offline judge (both versions) is built (the first use) and then
+loaded from the cache (every later use); the sentiment metric scores 1,000 held-out IMDB reviews with
+the default judge; with HF_HUB_OFFLINE=1, a hub classifier and BERTScore's roberta-large backbone are
+refused with a MissingAssetError. The tests check that the cache is used and that no network is tried
+offline; these are the times. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -39,14 +40,36 @@ def main() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     with tempfile.TemporaryDirectory(prefix="grue_cache_") as cache:
         os.environ["GRUE_CACHE"] = cache
-        from grue_bench.classifiers.offline import DAILY_DIALOG_INTENT, IMDB_SENTIMENT, offline_classifier
+        from grue_bench.classifiers import offline
+        from grue_bench.classifiers.datasets import imdb_reviews
+        from grue_bench.classifiers.defaults import intent_classifier, sentiment_classifier
         from grue_bench.metrics.bertscore import BertScore
         from grue_bench.metrics.classifiers import SentimentScore
 
+        def from_disk(get: Callable[[], object]) -> Callable[[], object]:
+            """``get`` after forgetting the judges read in this process (a new process's first use)."""
+
+            def action() -> object:
+                offline.imdb_sentiment_judge.cache_clear()
+                offline.daily_dialog_act_judge.cache_clear()
+                return get()
+
+            return action
+
         figures = {}
-        for name, spec in (("imdb_sentiment", IMDB_SENTIMENT), ("daily_dialog_intent", DAILY_DIALOG_INTENT)):
-            figures[f"{name}_train_s"] = seconds(lambda spec=spec: offline_classifier(spec))
-            figures[f"{name}_cached_load_s"] = seconds(lambda spec=spec: offline_classifier(spec))
+        for judge in ("imdb_sentiment@2", "imdb_sentiment@1"):
+            get = from_disk(lambda judge=judge: sentiment_classifier(judge=judge))
+            figures[f"{judge}_build_s"] = seconds(get)
+            figures[f"{judge}_cached_load_s"] = seconds(get)
+        for judge in ("daily_dialog_intent@2", "daily_dialog_intent@1"):
+            get = from_disk(lambda judge=judge: intent_classifier(judge=judge))
+            figures[f"{judge}_build_s"] = seconds(get)
+            figures[f"{judge}_cached_load_s"] = seconds(get)
+        reviews = imdb_reviews("test").texts[:1000]
+        metric = SentimentScore(include_prompt_for_eval=False)
+        figures["imdb_sentiment@2_score_1000_reviews_s"] = seconds(
+            lambda: metric.compute([""] * len(reviews), reviews, [[""]] * len(reviews))
+        )
         figures["hub_classifier_offline_refusal_s"] = refusal_seconds(
             lambda: SentimentScore(model_name="lvwerra/distilbert-imdb")
         )

@@ -48,6 +48,22 @@ def grue_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
 
 
+@pytest.fixture(scope="session")
+def sentiment_judge(grue_cache):
+    """imdb_sentiment@2, built once into the session cache."""
+    from grue_bench.classifiers.offline import imdb_sentiment_judge
+
+    return imdb_sentiment_judge()
+
+
+@pytest.fixture(scope="session")
+def act_judge(grue_cache):
+    """daily_dialog_intent@2, built once into the session cache."""
+    from grue_bench.classifiers.offline import daily_dialog_act_judge
+
+    return daily_dialog_act_judge()
+
+
 @pytest.fixture
 def run_grue(capsys):
     """Run ``grue`` in-process; returns (exit code, stdout, stderr)."""

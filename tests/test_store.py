@@ -650,3 +650,10 @@ def test_git_commit_is_read_from_the_checkout(tmp_path: Path):
 
     (git_dir / "HEAD").write_text(sha[::-1] + "\n")  # detached
     assert git_commit(tmp_path) == sha[::-1]
+
+
+def test_a_run_records_the_offline_judges_that_score_it(store: Store):
+    judges = {"sentiment": "imdb_sentiment@2", "intent": "daily_dialog_intent@2"}
+    recorded = start(store, judges=judges)
+    assert store.get_run(recorded.key).versions["offline_judges"] == judges
+    assert "offline_judges" not in start(store, seed=1).versions  # none given: none claimed

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +92,10 @@ def _judge(
     return load_or_build(cache_name, fingerprint, build, load)
 
 
+@cache
 def imdb_sentiment_judge() -> NbSvmClassifier:
     """imdb_sentiment@2: NB-SVM on the 42,025 train reviews of the judge's corpus, calibrated on its
-    validation reviews; built on first use (about 20 s) and cached."""
+    validation reviews; built on first use (about 20 s) and cached (read once per process)."""
     return _judge(
         "imdb_sentiment@2",
         "imdb_sentiment_nbsvm",
@@ -104,9 +106,11 @@ def imdb_sentiment_judge() -> NbSvmClassifier:
     )
 
 
+@cache
 def daily_dialog_act_judge() -> ContextActClassifier:
     """daily_dialog_intent@2: the previous utterance and the reply, fitted on every act-labelled
-    utterance of DailyDialog's official train split; built on first use (about 70 s) and cached."""
+    utterance of DailyDialog's official train split; built on first use (about 70 s) and cached (read
+    once per process)."""
     return _judge(
         "daily_dialog_intent@2",
         "daily_dialog_context_acts",

@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="refuse the submission when a stated number differs"
     )
+    parser.add_argument(
+        "--restate",
+        action="store_true",
+        help="with --dry-run: write the re-scored numbers over the stated ones in submission.yaml "
+        "(a maintainer's step after a metric or its judge changes)",
+    )
     package = parser.add_argument_group("packaging one's own runs (--from-store)")
     package.add_argument(
         "--from-store", action="store_true", help="write a submission folder from finished runs of --store"
@@ -79,6 +85,8 @@ def _submit(args: argparse.Namespace) -> int:
     from grue_bench.submit.summary import render
     from grue_bench.submit.validate import validate
 
+    if args.restate and not args.dry_run:
+        raise GrueError("--restate rewrites the folder, not a store", key="--restate", fix="add --dry-run")
     submission = validate(args.path)
     if not args.dry_run:
         check_store(args.store, submission, replace=args.replace)
@@ -93,6 +101,10 @@ def _submit(args: argparse.Namespace) -> int:
             str(submission.root),
         )
     if args.dry_run:
+        if args.restate:
+            from grue_bench.submit.restate import restate
+
+            print(f"\nrestated {restate(submission, rescored)} number(s) in {submission.root}")
         print("\ndry run: nothing recorded")
         return 0
     run_ids = record(args.store, submission, rescored, replace=args.replace)

@@ -19,9 +19,9 @@ can be read against what no training achieves:
 
 A floor's outputs do not depend on a seed: its rows are deterministic (one line, no seed variance).
 Metrics that need the policy's model (perplexity) have no floor value. Rows are cached under
-``cache_dir()/floors``, keyed by the task, its version, the split's samples, the suite, the offline
-judges in force and ``FLOORS_VERSION`` (bump it when a metric's implementation changes what a floor
-scores). Each GRUE task folder ships its rows (``floors.json``, written by
+``cache_dir()/floors``, keyed by the task, its version, the split's samples, the suite (with the
+offline judge of each judged metric) and ``FLOORS_VERSION`` (bump it when a metric's implementation
+changes what a floor scores). Each GRUE task folder ships its rows (``floors.json``, written by
 ``python -m grue_bench.submit.floors``), used while their key is the current one, so a fresh install
 does not score them again.
 """
@@ -39,7 +39,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from grue_bench import __version__, plugins
-from grue_bench.classifiers.judges import CURRENT_JUDGES
+from grue_bench.classifiers.judges import CURRENT_JUDGES, with_judges
 from grue_bench.data import Sample, read_jsonl
 from grue_bench.datapools import TaskPool
 from grue_bench.errors import GrueError
@@ -142,10 +142,10 @@ def cache_key(spec: TaskSpec, split: str, suite: list[Component], samples: list[
     payload = {
         "floors_version": FLOORS_VERSION,
         "grue_bench": __version__,
-        "offline_judges": CURRENT_JUDGES,
         "task": [spec.id, spec.version, split],
         "constant_floor": [CONSTANT_CANDIDATES, CONSTANT_PROMPTS],
-        "suite": [c.model_dump() for c in suite],
+        # a judged metric with the judge that scores it, so a new default judge is a new key
+        "suite": [{"id": c.id, "args": with_judges(c.id, c.args, CURRENT_JUDGES)} for c in suite],
         "samples": [[s.id, s.prompt_or_input_text, s.references] for s in samples],
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]

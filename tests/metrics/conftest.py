@@ -45,22 +45,6 @@ def intent_bow(grue_cache: Path):
     return offline_classifier(DAILY_DIALOG_INTENT)
 
 
-@pytest.fixture(scope="session")
-def sentiment_judge(grue_cache: Path):
-    """imdb_sentiment@2, built once into the session cache."""
-    from grue_bench.classifiers.offline import imdb_sentiment_judge
-
-    return imdb_sentiment_judge()
-
-
-@pytest.fixture(scope="session")
-def act_judge(grue_cache: Path):
-    """daily_dialog_intent@2, built once into the session cache."""
-    from grue_bench.classifiers.offline import daily_dialog_act_judge
-
-    return daily_dialog_act_judge()
-
-
 TINY_CORPUS = ["the cat sat on the mat", "a dog barked at the moon", "it rained all day long", "what ?"]
 
 

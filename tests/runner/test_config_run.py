@@ -7,6 +7,7 @@ import sys
 import pytest
 from conftest import RL4LMS_CONFIGS, RL4LMS_TASK_CONFIGS
 
+from grue_bench.classifiers.judges import CURRENT_JUDGES
 from grue_bench.errors import GrueError
 from grue_bench.runner.grid import build_specs, resolve_grid
 from grue_bench.store import Store
@@ -110,6 +111,7 @@ def test_a_run_failing_to_set_up_is_recorded_failed_with_its_error(tmp_path, job
         (run,) = store.runs()
     assert (run.task, run.alg, run.status) == ("imdb", "ppo", "failed")
     assert "lvwerra/gpt2-imdb' is not available offline" in run.error
+    assert run.versions["offline_judges"] == CURRENT_JUDGES  # what would have scored it
 
 
 def test_an_offline_profile_given_runs_rl4lms_config_offline_logging_each_substitution(tmp_path):

@@ -12,6 +12,7 @@ from grue_bench.store import Store
 from grue_bench.submit import record as record_module
 from grue_bench.submit.rescore import Discrepancy, Rescored, TaskScores
 from grue_bench.submit.validate import ValidSubmission, validate
+from grue_bench.yamlio import read_yaml_mapping
 from tests.submit.conftest import SEEDS, TASK, fingerprint, split_samples
 
 
@@ -93,3 +94,31 @@ def test_a_label_used_by_another_submission_is_refused(
     assert code == 2
     assert "of algorithm 'ppo (team-a)' on totto (from submission 'team-a')" in err
     assert fingerprint(store) == before
+
+
+def test_restate_writes_the_rescored_numbers_and_keeps_the_rest(make_submission, run_grue, fake_rescore):
+    def state(meta):  # BLEU as an older metric scored it, and perplexity (never re-scored)
+        meta["tasks"][TASK]["scores"] = {
+            s: {"lexical/bleu": 0.5, "fluency_metrics/perplexity": 12.0} for s in SEEDS
+        }
+
+    folder = make_submission(edit=state)
+    path = folder / "submission.yaml"
+    before = read_yaml_mapping(path)
+    code, out, err = run_grue("submit", str(folder), "--dry-run", "--restate")
+    assert code == 0, err
+    assert f"restated {len(SEEDS)} number(s)" in out
+    after = read_yaml_mapping(path)
+    assert after["tasks"][TASK]["scores"] == {
+        seed: {"lexical/bleu": 0.1 * (seed + 1), "fluency_metrics/perplexity": 12.0} for seed in SEEDS
+    }
+    assert {k: v for k, v in after.items() if k != "tasks"} == {
+        k: v for k, v in before.items() if k != "tasks"
+    }
+    assert run_grue("submit", str(folder), "--dry-run", "--restate")[1].count("restated 0 number(s)") == 1
+
+
+def test_restate_without_dry_run_is_refused(make_submission, store_path: Path, run_grue):
+    code, _, err = run_grue("submit", str(make_submission()), "--store", str(store_path), "--restate")
+    assert code == 2
+    assert "--restate" in err and "add --dry-run" in err
