@@ -82,6 +82,7 @@ def _submit(args: argparse.Namespace) -> int:
     from grue_bench.errors import GrueError, Problem
     from grue_bench.submit.record import check_store, record
     from grue_bench.submit.rescore import rescore
+    from grue_bench.submit.restate import restate
     from grue_bench.submit.summary import render
     from grue_bench.submit.validate import validate
 
@@ -102,8 +103,6 @@ def _submit(args: argparse.Namespace) -> int:
         )
     if args.dry_run:
         if args.restate:
-            from grue_bench.submit.restate import restate
-
             print(f"\nrestated {restate(submission, rescored)} number(s) in {submission.root}")
         print("\ndry run: nothing recorded")
         return 0
