@@ -105,15 +105,30 @@ def build_nltk_data(source: Path | None = None, target: Path | None = None) -> P
     return target
 
 
-def find_wordnet(source: Path | None = None) -> Path:
-    """The nltk WordNet corpus folder: from NLTK_DATA if it has one, else built in the cache."""
+def _ready_wordnet() -> Path | None:
+    """A complete nltk WordNet corpus folder in NLTK_DATA or the cache, or None."""
     for root in os.environ.get("NLTK_DATA", "").split(os.pathsep):
         if root and is_nltk_wordnet(Path(root) / "corpora" / "wordnet"):
             return Path(root) / "corpora" / "wordnet"
     cached = cache_dir() / "nltk_data" / "corpora" / "wordnet"
-    if is_nltk_wordnet(cached):
-        return cached
-    return build_nltk_data(source) / "corpora" / "wordnet"
+    return cached if is_nltk_wordnet(cached) else None
+
+
+def find_wordnet(source: Path | None = None) -> Path:
+    """The nltk WordNet corpus folder: from NLTK_DATA if it has one, else built in the cache."""
+    return _ready_wordnet() or build_nltk_data(source) / "corpora" / "wordnet"
+
+
+def missing_wordnet(corpus: Path | None = None) -> MissingAssetError | None:
+    """Why the nltk WordNet folder ``corpus`` is incomplete, or (``corpus`` None) why ``find_wordnet``
+    would fail; None when nothing is missing. Builds nothing."""
+    if corpus is not None:
+        absent = missing_files(corpus, (*DICT_FILES, "lexnames"))
+    elif _ready_wordnet() is not None:
+        return None
+    else:
+        corpus, absent = DEBIAN_WORDNET_DIR, missing_files(DEBIAN_WORDNET_DIR)
+    return _missing(corpus, absent) if absent else None
 
 
 def load_wordnet(corpus: Path) -> WordNetCorpusReader:

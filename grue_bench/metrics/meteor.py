@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from grue_bench.assets.wordnet import find_wordnet, load_wordnet
+from grue_bench.assets.wordnet import find_wordnet, load_wordnet, missing_wordnet
+from grue_bench.errors import MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean, require_aligned, split_into_sentences
 
@@ -34,6 +35,12 @@ class Meteor(Metric):
         corpus = Path(wordnet_dir) if wordnet_dir is not None else find_wordnet()
         self.wordnet = load_wordnet(corpus)  # public: tests compare with nltk on the same reader
         self._params = {"alpha": alpha, "beta": beta, "gamma": gamma}
+
+    @classmethod
+    def missing_asset(cls, wordnet_dir: str | None = None, **args: Any) -> MissingAssetError | None:
+        """WordNet, when neither ``wordnet_dir`` nor NLTK_DATA, the cache or Debian's files provide it
+        (an offline profile then leaves METEOR out of the suite, saying why)."""
+        return missing_wordnet(Path(wordnet_dir) if wordnet_dir is not None else None)
 
     def compute(
         self,

@@ -58,6 +58,9 @@ def test_missing_wordnet_names_the_asset_and_the_fix(tmp_path: Path, monkeypatch
     with pytest.raises(MissingAssetError) as error:
         Meteor(wordnet_dir=str(tmp_path))
     assert "WordNet 3.0" in str(error.value) and "apt-get install wordnet-base" in str(error.value)
+    # found before building, so an offline profile leaves METEOR out (a GPU machine without Debian's files)
+    assert str(Meteor.missing_asset(wordnet_dir=str(tmp_path))) == str(error.value)
+    assert Meteor.missing_asset() is None  # this machine: Debian's files or the session cache
     # The default lookup: no NLTK_DATA, an empty cache and an empty system folder.
     monkeypatch.setenv("GRUE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("NLTK_DATA", raising=False)
@@ -65,6 +68,7 @@ def test_missing_wordnet_names_the_asset_and_the_fix(tmp_path: Path, monkeypatch
     with pytest.raises(MissingAssetError) as error:
         Meteor()
     assert "WordNet 3.0" in str(error.value) and str(tmp_path / "empty") in str(error.value)
+    assert str(Meteor.missing_asset()) == str(error.value)
     assert "NLTK_DATA" in str(error.value) and "make install" in str(error.value)
     # The set-up command only warns, so that `make install` goes on without WordNet.
     assert wordnet.main() == 0
