@@ -11,7 +11,7 @@ from dataclasses import dataclass
 # Words, plus punctuation as tokens of its own: "?" and "!" carry much of a dialogue act.
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?!]")
 # The same words with more punctuation: "!", "..." and ":)" carry sentiment, "." and "," phrase it
-# (held-out IMDB accuracy 0.9186 against 0.9155 with "?" and "!" only, same model).
+# (IMDB validation accuracy 0.9173 against 0.9149 with "?" and "!" only, NB-weighted logistic regression).
 _TOKEN_PUNCTUATED = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[?!.,:;()\-\"*]")
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
@@ -30,7 +30,7 @@ _CLAUSE_END = frozenset(".,:;!?()")
 def mark_negation(tokens: list[str]) -> list[str]:
     """``tokens`` with each word after a negation ("not", "never", "didn't", ...) and before the next
     punctuation prefixed ``not_`` (Das and Chen, 2001): "not good" then shares no feature with "good"
-    (held-out IMDB validation accuracy 0.9265 against 0.9185 without, same NB-SVM)."""
+    (IMDB validation accuracy 0.9265 against 0.9193 without, NB-SVM)."""
     marked, negated = [], False
     for token in tokens:
         if token in _CLAUSE_END:

@@ -1,5 +1,5 @@
 """The offline judges by name: which exist, which score by default, and which scored a store written
-before they had names. Light on purpose (no torch): the runner and the store read it to record them."""
+before they had names. Light on purpose (no torch): the runner, submissions and floors read it."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ log-count ratios, with a sigmoid of the margin fitted on held-out texts for prob
 n-gram sentiment model on IMDB in its paper (91.2% with bigrams, trained on 25,000 reviews).
 
 The SVM is liblinear's (scikit-learn's ``LinearSVC``): its dual coordinate descent fits the 42,025
-reviews in about 5 s to the optimum; L-BFGS on the primal took 150 s and stopped short of it (held-out
-accuracy 0.918 against 0.924 on the same features)."""
+reviews in about 5 s; L-BFGS on the primal took 150 s (and 13 GB of history at torch's default) for
+the same validation accuracy (0.9245 against 0.9249)."""
 
 from __future__ import annotations
 

@@ -72,10 +72,10 @@ def offline_classifier(spec: OfflineClassifierSpec) -> BowClassifier:
     return load_or_build(spec.name, fingerprint(spec), build, BowClassifier.load)
 
 
-# imdb_sentiment@2. C from {0.5, 1, 2} by validation accuracy; the n-gram range, punctuation and hashing
-# width likewise (benchmarks/README.md, "IMDB sentiment judge").
+# imdb_sentiment@2. C from {0.5, 1, 2} by validation accuracy; the n-gram range, punctuation, negation
+# marks and hashing width likewise (benchmarks/README.md, "The offline judges: how they were chosen").
 IMDB_NBSVM = NbSvmConfig(max_n=3, bits=24, alpha=1.0, c=2.0)
-# daily_dialog_intent@2. C from {3, 10, 30} by validation accuracy (3: 0.815).
+# daily_dialog_intent@2. C from {3, 10, 30} by validation accuracy (3: 0.8145, hashed).
 DAILY_DIALOG_CONTEXT_ACTS = ContextActConfig(reply_max_n=3, context_max_n=2, bits=21, c=3.0)
 
 
@@ -88,8 +88,8 @@ def _judge(
     load: Callable[[Path], Model],
 ) -> Model:
     """The judge ``name`` built by ``build`` on first use and cached, keyed by its settings and corpus."""
-    fingerprint = {"judge": name, "config": asdict(config), "corpus": file_digest(corpus)}
-    return load_or_build(cache_name, fingerprint, build, load)
+    key = {"judge": name, "config": asdict(config), "corpus": file_digest(corpus)}
+    return load_or_build(cache_name, key, build, load)
 
 
 @cache
