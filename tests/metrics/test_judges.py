@@ -204,3 +204,15 @@ def test_a_corrupt_or_other_version_cache_entry_is_rebuilt_not_trusted(grue_cach
     cache.load_or_build("test_nbsvm", fingerprint, build, NbSvmClassifier.load)
     assert len(builds) == 3
     assert NbSvmClassifier.load(path).scale == first.scale  # the rebuilt entry is sound
+
+
+def test_validate_names_the_judges_a_config_may_choose(run_grue):
+    from pathlib import Path
+
+    config = (
+        Path(__file__).parents[1] / "data/rl4lms_configs/task_configs/imdb_text_continuation/gpt2_ppo.yml"
+    )
+    code, _, err = run_grue("validate", str(config), "--set", "reward_fn.args.judge=imdb_sentiment@9")
+    assert code == 2
+    assert "reward_fn.args.judge" in err and "'imdb_sentiment@2' or 'imdb_sentiment@1'" in err
+    assert run_grue("validate", str(config), "--set", "reward_fn.args.judge=imdb_sentiment@1")[0] == 0
