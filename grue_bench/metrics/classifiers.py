@@ -42,7 +42,6 @@ class SentimentScore(Metric):
     ) -> None:
 
         self.classifier = sentiment_classifier(model_name, judge, batch_size=batch_size)
-        self.judge = model_name or judge
         if not 0 <= label_ix < len(self.classifier.labels):
             raise GrueError(
                 f"label_ix {label_ix} is out of range for a classifier with "
@@ -119,7 +118,6 @@ class IntentAccuracy(Metric):
         self, model_name: str | None = None, batch_size: int = 32, judge: ActJudge = DEFAULT_ACT_JUDGE
     ) -> None:
         self.classifier = intent_classifier(model_name, judge, batch_size=batch_size)
-        self.judge = model_name or judge
 
     def compute(
         self,
