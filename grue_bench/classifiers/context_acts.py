@@ -1,6 +1,6 @@
 """A dialogue-act classifier that reads the utterance before a reply and the reply, as RL4LMs's hub
 classifier does: TF-IDF over hashed reply 1-3-grams and previous-utterance 1-2-grams (hashed apart),
-then a multinomial logistic regression. A reply with no word has no act."""
+then a multinomial logistic regression. A reply with nothing to read (no word, "?" or "!") has no act."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 """Bumped whenever the saved files or the features change meaning."""
 NO_ACT = 0
-"""The act of a reply with no word: it matches no reference act (1-4)."""
+"""The act of a reply with no token (no word, "?" or "!"): it matches no reference act (1-4)."""
 _CONTEXT_NAMESPACE = 1
 """The previous utterance's n-grams hash apart from the reply's: "?" asked is not "?" answered."""
 
@@ -84,7 +84,7 @@ class ContextActClassifier:
         return torch.softmax(x @ self.weight + self.bias, dim=-1).tolist()
 
     def predict(self, previous: Sequence[str], replies: Sequence[str]) -> list[int]:
-        """The most probable act of each reply, or ``NO_ACT`` for a reply with no word."""
+        """The most probable act of each reply, or ``NO_ACT`` for a reply with no token."""
         probabilities = self.predict_proba(previous, replies)
         return [
             self.labels[max(range(len(p)), key=p.__getitem__)] if tokenize(reply) else NO_ACT

@@ -84,7 +84,7 @@ class ContextReplyActClassifier:
     classifier: ContextActClassifier
 
     def predict_acts(self, prompts: Sequence[str], replies: Sequence[str]) -> list[int]:
-        """The act of each reply to its prompt (0 for a reply with no word)."""
+        """The act of each reply to its prompt (0 for a reply with no word, "?" or "!")."""
         return self.classifier.predict([last_utterance(p) for p in prompts], replies)
 
 

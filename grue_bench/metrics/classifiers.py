@@ -108,8 +108,8 @@ class IntentAccuracy(Metric):
     classifier's act for the first reference. ``model_name`` is a hub id (RL4LMs used
     ``rajkumarrrk/roberta-daily-dialog-intent-classifier``) or a folder; unset, the offline ``judge`` is
     used: ``daily_dialog_intent@2`` reads the previous utterance and the reply, as RL4LMs's does, and gives a
-    reply with no word no act; ``daily_dialog_intent@1`` (stores written before 2026-11-27) reads the reply
-    alone.
+    reply with no word (nor "?" or "!") no act; ``daily_dialog_intent@1`` (stores written before
+    2026-11-27) reads the reply alone.
     """
 
     reference_free = True
