@@ -8,8 +8,12 @@ import argparse
 import logging
 import time
 
-from grue_bench.classifiers.measure import ACT_NAMES, measure_act_judge, measure_sentiment_judge
-from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, evaluate
+from grue_bench.classifiers.measure import (
+    ACT_NAMES,
+    measure_act_judge,
+    measure_plausibility,
+    measure_sentiment_judge,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,10 +38,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{judge}: held-out accuracy {a.accuracy:.4f} (n={a.n}; majority act {a.majority:.3f}), F1 {f1}, "
             f"empty reply's act {a.empty_act} ({time.perf_counter() - start:.1f}s incl. building or loading)"
         )
-    result = evaluate(COMMONGEN_PLAUSIBILITY, "test")
+    p = measure_plausibility()
     print(
-        f"commongen_plausibility: test accuracy {result.accuracy:.4f} (n={result.n}; majority class "
-        f"{result.majority_accuracy:.3f})"
+        f"{p.judge}: test accuracy {p.accuracy:.4f} (n={p.n}; half are shuffles), calibration error "
+        f"{p.calibration_error:.3f}, mean P(plausible) {p.mean_positive:.3f} references / "
+        f"{p.mean_negative:.3f} shuffles"
     )
     return 0
 

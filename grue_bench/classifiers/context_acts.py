@@ -59,9 +59,10 @@ class ContextActClassifier:
         self.bias = bias
         self.labels = labels
 
-    def _counts(self, previous: Sequence[str], replies: Sequence[str]) -> SparseCounts:
-        reply = HashedNgrams(self.config.reply_max_n, self.config.bits)
-        context = HashedNgrams(self.config.context_max_n, self.config.bits)
+    @staticmethod
+    def _counts(config: ContextActConfig, previous: Sequence[str], replies: Sequence[str]) -> SparseCounts:
+        reply = HashedNgrams(config.reply_max_n, config.bits)
+        context = HashedNgrams(config.context_max_n, config.bits)
         return merge(
             [
                 reply.counts([tokenize(text) for text in replies]),
@@ -80,7 +81,7 @@ class ContextActClassifier:
         """Per reply, the probability of each act in ``labels``."""
         if not replies:
             return []
-        x = self._features(self._counts(previous, replies), self.idf)
+        x = self._features(self._counts(self.config, previous, replies), self.idf)
         return torch.softmax(x @ self.weight + self.bias, dim=-1).tolist()
 
     def predict(self, previous: Sequence[str], replies: Sequence[str]) -> list[int]:
@@ -97,23 +98,23 @@ class ContextActClassifier:
         start = time.perf_counter()
         labels = sorted(set(turns.acts))
         n_buckets = 1 << config.bits
-        model = cls(config, torch.zeros(n_buckets), torch.zeros(0), torch.zeros(0), labels)
-        counts = model._counts(turns.previous, turns.replies)
+        counts = cls._counts(config, turns.previous, turns.replies)
         n = len(turns.replies)
         document_frequency = np.bincount(counts.buckets, minlength=n_buckets)
-        idf = np.where(document_frequency > 0, np.log((1 + n) / (1 + document_frequency)) + 1.0, 0.0)
-        model.idf = torch.as_tensor(idf, dtype=torch.float32)
-        x = cls._features(counts, model.idf)
+        frequency = np.where(document_frequency > 0, np.log((1 + n) / (1 + document_frequency)) + 1.0, 0.0)
+        idf = torch.as_tensor(frequency, dtype=torch.float32)
         target = torch.tensor([labels.index(act) for act in turns.acts])
         l2 = 1.0 / (2.0 * config.c * n)  # the per-sample share of |W|^2 / (2C)
-        model.weight, model.bias, final_loss = fit_softmax(x, target, len(labels), l2, config.max_iter)
+        weight, bias, final_loss = fit_softmax(
+            cls._features(counts, idf), target, len(labels), l2, config.max_iter
+        )
         logger.info(
             "trained context-and-reply act classifier: %d turns, loss %.4f, %.1fs",
             n,
             final_loss,
             time.perf_counter() - start,
         )
-        return model
+        return cls(config, idf, weight, bias, labels)
 
     def save(self, directory: Path) -> None:
         """Write the idf, the weights and the labels (``files.write_classifier``)."""

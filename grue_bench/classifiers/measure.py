@@ -1,10 +1,11 @@
 """How well each offline judge does on texts it was never fitted on: the figures of docs/METRICS.md.
 
 Sentiment judges are measured on the 5,015 test reviews of the IMDB judge's corpus (movies that no
-training or validation review is about): accuracy, expected calibration error and the mean score of
-positive and of negative reviews. Act judges on the 7,108 act-labelled utterances of DailyDialog's
-official test dialogues (those also in train or validation left out): accuracy, per-act F1.
-Both versions of each judge are measured on the same texts."""
+training or validation review is about), the CommonGen plausibility stand-in on its test references
+and their shuffles: accuracy, expected calibration error and the mean score of each class. Act judges
+on the 7,108 act-labelled utterances of DailyDialog's official test dialogues (those also in train or
+validation left out): accuracy, per-act F1. Both versions of each judge are measured on the same
+texts."""
 
 from __future__ import annotations
 
@@ -12,26 +13,29 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import get_args
 
-from grue_bench.classifiers.datasets import daily_dialog_turns, imdb_reviews
-from grue_bench.classifiers.defaults import intent_classifier, sentiment_classifier
+from grue_bench.classifiers.datasets import LabelledTexts, daily_dialog_turns, imdb_reviews
+from grue_bench.classifiers.defaults import EOU, TextClassifier, intent_classifier, sentiment_classifier
 from grue_bench.classifiers.judges import ActJudge, SentimentJudge
+from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, offline_classifier
 
 ACT_NAMES = {1: "inform", 2: "question", 3: "directive", 4: "commissive"}
 CALIBRATION_BINS = 10
 
 
 @dataclass(frozen=True)
-class SentimentJudgeFigures:
+class BinaryJudgeFigures:
+    """A two-class judge (1 positive or plausible, 0 not) on its held-out texts."""
+
     judge: str
     n: int
     accuracy: float
     calibration_error: float
-    """Expected calibration error over ``CALIBRATION_BINS`` equal-width bins of P(positive)."""
+    """Expected calibration error over ``CALIBRATION_BINS`` equal-width bins of P(class 1)."""
     mean_positive: float
-    """The mean P(positive) of the positive reviews."""
+    """The mean P(class 1) of the class-1 texts."""
     mean_negative: float
     empty: float
-    """P(positive) of the empty text."""
+    """P(class 1) of the empty text."""
 
 
 @dataclass(frozen=True)
@@ -64,10 +68,7 @@ def expected_calibration_error(
     return error
 
 
-def measure_sentiment_judge(judge: SentimentJudge) -> SentimentJudgeFigures:
-    """``judge``'s figures on the IMDB judge corpus's test reviews."""
-    classifier = sentiment_classifier(judge=judge)
-    test = imdb_reviews("test")
+def _binary_figures(judge: str, classifier: TextClassifier, test: LabelledTexts) -> BinaryJudgeFigures:
     positive = [row[1] for row in classifier.predict_proba(test.texts)]
     correct = sum((p >= 0.5) == (y == 1) for p, y in zip(positive, test.labels, strict=True))
 
@@ -75,7 +76,7 @@ def measure_sentiment_judge(judge: SentimentJudge) -> SentimentJudgeFigures:
         scores = [p for p, y in zip(positive, test.labels, strict=True) if y == label]
         return sum(scores) / len(scores)
 
-    return SentimentJudgeFigures(
+    return BinaryJudgeFigures(
         judge=judge,
         n=len(test.labels),
         accuracy=correct / len(test.labels),
@@ -86,11 +87,22 @@ def measure_sentiment_judge(judge: SentimentJudge) -> SentimentJudgeFigures:
     )
 
 
+def measure_sentiment_judge(judge: SentimentJudge) -> BinaryJudgeFigures:
+    """``judge``'s figures on the IMDB judge corpus's test reviews."""
+    return _binary_figures(judge, sentiment_classifier(judge=judge), imdb_reviews("test"))
+
+
+def measure_plausibility() -> BinaryJudgeFigures:
+    """The CommonGen plausibility stand-in on the test references (1) and their shuffles (0)."""
+    classifier = offline_classifier(COMMONGEN_PLAUSIBILITY)
+    return _binary_figures(COMMONGEN_PLAUSIBILITY.name, classifier, COMMONGEN_PLAUSIBILITY.data("test"))
+
+
 def measure_act_judge(judge: ActJudge) -> ActJudgeFigures:
     """``judge``'s figures on DailyDialog's official test utterances (each read after the one before)."""
     classifier = intent_classifier(judge=judge)
     test = daily_dialog_turns("test")
-    prompts = [f"{previous} <EOU> " if previous else "" for previous in test.previous]
+    prompts = [f"{previous} {EOU} " if previous else "" for previous in test.previous]
     predicted = classifier.predict_acts(prompts, test.replies)
     pairs = list(zip(predicted, test.acts, strict=True))
     majority = Counter(daily_dialog_turns("train").acts).most_common(1)[0][0]
@@ -106,11 +118,11 @@ def measure_act_judge(judge: ActJudge) -> ActJudgeFigures:
         accuracy=sum(p == y for p, y in pairs) / len(pairs),
         majority=sum(y == majority for _, y in pairs) / len(pairs),
         f1=f1,
-        empty_act=classifier.predict_acts(["How are you ? <EOU> "], [""])[0],
+        empty_act=classifier.predict_acts([f"How are you ? {EOU} "], [""])[0],
     )
 
 
-def measure_all() -> tuple[list[SentimentJudgeFigures], list[ActJudgeFigures]]:
+def measure_all() -> tuple[list[BinaryJudgeFigures], list[ActJudgeFigures]]:
     """Every sentiment and act judge, each version."""
     return (
         [measure_sentiment_judge(judge) for judge in get_args(SentimentJudge)],

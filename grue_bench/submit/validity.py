@@ -20,11 +20,10 @@ from pathlib import Path
 from grue_bench.classifiers.measure import (
     ACT_NAMES,
     ActJudgeFigures,
-    SentimentJudgeFigures,
-    expected_calibration_error,
+    BinaryJudgeFigures,
     measure_all,
+    measure_plausibility,
 )
-from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, evaluate, offline_classifier
 from grue_bench.paths import PACKAGE_DIR
 from grue_bench.report.evidence import ReferenceRow
 from grue_bench.submit.floors import CEILING, EMPTY, OTHER_REFERENCE, floor_rows
@@ -89,7 +88,7 @@ def _score(rows: dict[str, ReferenceRow], name: str, key: str) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _sentiment_row(f: SentimentJudgeFigures, model: str, trained_on: str, paper: str) -> str:
+def _sentiment_row(f: BinaryJudgeFigures, model: str, trained_on: str, paper: str) -> str:
     return (
         f"| `{f.judge}` | {model} | {trained_on} | {f.n:,} reviews of unseen movies | {f.accuracy:.4f} | "
         f"{f.calibration_error:.3f} | {f.mean_positive:.3f} / {f.mean_negative:.3f} | {f.empty:.3f} | "
@@ -106,24 +105,13 @@ def _act_row(f: ActJudgeFigures, model: str, trained_on: str, paper: str) -> str
     )
 
 
-def _plausibility_row() -> str:
-    """The CommonGen plausibility stand-in: accuracy, its mean on references and on their shuffles."""
-    result = evaluate(COMMONGEN_PLAUSIBILITY, "test")
-    classifier = offline_classifier(COMMONGEN_PLAUSIBILITY)
-    data = COMMONGEN_PLAUSIBILITY.data("test")
-    plausible = [row[1] for row in classifier.predict_proba(data.texts)]
-
-    def mean_of(label: int) -> float:
-        scores = [p for p, y in zip(plausible, data.labels, strict=True) if y == label]
-        return sum(scores) / len(scores)
-
+def _plausibility_row(f: BinaryJudgeFigures) -> str:
     return (
-        "| `commongen_plausibility` | TF-IDF 1-2-gram logistic regression: a reference or its words "
+        f"| `{f.judge}` | TF-IDF 1-2-gram logistic regression: a reference or its words "
         "shuffled (the offline stand-in of `common_gen_preference_model`, a reward) | CommonGen's train "
-        f"references | {result.n:,} test references and their shuffles | {result.accuracy:.4f} | "
-        f"{expected_calibration_error(plausible, data.labels):.3f} | "
-        f"P(plausible) {mean_of(1):.3f} on references / {mean_of(0):.3f} on shuffles | "
-        f"{classifier.predict_proba([''])[0][1]:.3f} | AI2's T5-11B preference model: none stated |"
+        f"references | {f.n:,} test references and their shuffles | {f.accuracy:.4f} | "
+        f"{f.calibration_error:.3f} | P(plausible) {f.mean_positive:.3f} on references / "
+        f"{f.mean_negative:.3f} on shuffles | {f.empty:.3f} | AI2's T5-11B preference model: none stated |"
     )
 
 
@@ -170,7 +158,7 @@ def render() -> str:
             "the task's 2,000 train replies",
             "",
         ),
-        _plausibility_row(),
+        _plausibility_row(measure_plausibility()),
         "",
         "## Learned metrics on each task's test split",
         "",
