@@ -13,7 +13,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from grue_bench import plugins
+from grue_bench.components import build
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
@@ -191,7 +191,7 @@ def _score(
     metas = [s.meta_data for s in samples]
     out = Scores()
     for component in tqdm(metrics, desc="metrics", unit="metric", leave=False):
-        metric = plugins.METRICS.get(component.id)(**component.args)
+        metric = build("metrics", component.id, component.args, f"metrics.{component.id}.args")
         if model is None and metric.needs_policy_model():
             out.skipped[component.id] = "needs the policy's model (grue eval: pass --model DIR)"
             log.warning("skipping %s: %s", component.id, out.skipped[component.id])

@@ -17,34 +17,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from grue_bench import plugins, tasks
-from grue_bench.config import AlgConfig, PolicyConfig, RunConfig, TrainEvaluationConfig
+from grue_bench.components import arg_problems
+from grue_bench.config import AlgConfig, RunConfig, TrainEvaluationConfig
 from grue_bench.errors import GrueError, Problem
 from grue_bench.rl.hparams import GenerationKwargs, PolicyArgs
-from grue_bench.schema import Component, Strict, args_model, deep_merge, problems_from
+from grue_bench.schema import Component, Strict, deep_merge, problems_from
 from grue_bench.tasks import TaskSpec
 from grue_bench.yamlio import parse_yaml, read_yaml_mapping
 
 
-def _check_component(
-    kind: str, component: Component | PolicyConfig, key: str, problems: list[Problem]
-) -> None:
+def _check_component(kind: str, component: Component, key: str, problems: list[Problem]) -> None:
     registry = plugins.REGISTRIES[kind]
     if component.id not in registry:
-        err = registry.unknown(component.id, key=f"{key}.id")
-        problems.extend(err.problems)
+        problems.extend(registry.unknown(component.id, key=f"{key}.id").problems)
         return
-    try:
-        target = registry.get(component.id)
-        if kind == "datapools":  # a pool's args are those of prepare(split, **args)
-            target, skip = target.prepare, ("split",)
-        else:
-            skip = ()
-        model = args_model(target, component.id, skip)
-        model.model_validate(component.args)
-    except ValidationError as exc:
-        problems.extend(problems_from(exc, f"{key}.args"))
-    except GrueError as exc:
-        problems.extend(Problem(p.message, p.key or f"{key}.id", p.fix) for p in exc.problems)
+    problems.extend(arg_problems(kind, component.id, component.args, f"{key}.args"))
 
 
 def _check_alg(alg: AlgConfig, problems: list[Problem]) -> None:

@@ -6,6 +6,7 @@ import pytest
 from conftest import REPO
 
 from grue_bench import plugins
+from grue_bench.components import checked_args
 from grue_bench.datapools import SyntheticPool, TaskPool
 from grue_bench.errors import GrueError
 from grue_bench.resolve import task_config
@@ -85,8 +86,10 @@ def test_rl4lms_datapool_ids_apply_their_arguments():
     assert full[5].prompt_or_input_text.rstrip().endswith(short[5].prompt_or_input_text.strip())
     cnn = plugins.DATAPOOLS.get("cnn_daily_mail").prepare("test", prompt_prefix="TL;DR: ")
     assert cnn[0].prompt_or_input_text.startswith("TL;DR: ")
-    with pytest.raises(GrueError, match="context_size 9 is out of range"):
-        plugins.DATAPOOLS.get("daily_dialog").prepare("test", context_size=9)
+    with pytest.raises(
+        GrueError, match=r"datapool\.args\.context_size: Input should be less than or equal to 5"
+    ):
+        checked_args("datapools", "daily_dialog", {"context_size": 9}, "datapool.args")
 
 
 def test_max_samples_is_a_seeded_subset():

@@ -11,6 +11,8 @@ bag-of-n-grams logistic regression on the task's 2,000 train reviews."""
 ActJudge = Literal["daily_dialog_intent@2", "daily_dialog_intent@1"]
 """The offline DailyDialog act judges, the default first: @2 reads the previous utterance and the
 reply (87,159 training utterances), @1 the reply alone (the task's 2,000 train replies)."""
+SENTIMENT_LABELS = ("negative", "positive")
+"""The classes of every offline sentiment judge, by index (a metric's ``label_ix``)."""
 DEFAULT_SENTIMENT_JUDGE: SentimentJudge = get_args(SentimentJudge)[0]
 DEFAULT_ACT_JUDGE: ActJudge = get_args(ActJudge)[0]
 

@@ -12,14 +12,34 @@ import csv
 import logging
 import random
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, NonNegativeInt, PositiveInt
 
 from grue_bench import plugins
+from grue_bench.components import TaskId
 from grue_bench.data import Sample, TextGenPool, read_jsonl
-from grue_bench.errors import GrueError, MissingAssetError
+from grue_bench.errors import GrueError, MissingAssetError, Problem
+from grue_bench.schema import ArgProblems
 from grue_bench.tasks import SPLITS, TaskSpec
 
 log = logging.getLogger(__name__)
+
+
+def _data_source(value: str) -> str:
+    if value not in ("shipped", "hub") and not Path(value).expanduser().exists():
+        raise ArgProblems(
+            Problem(
+                f"{value!r} is neither 'shipped', 'hub' nor an existing file or folder",
+                fix="use shipped (the subset that ships), hub (the full dataset) or the path of a JSONL/CSV "
+                "file or of a folder holding <split>.jsonl",
+            )
+        )
+    return value
+
+
+DataSource = Annotated[str, AfterValidator(_data_source)]
+"""Where a task's samples come from: ``shipped``, ``hub`` or a local file or folder."""
 
 
 def check_split(split: str) -> None:
@@ -98,11 +118,11 @@ class TaskPool(TextGenPool):
     def prepare(
         cls,
         split: str,
-        task: str,
-        source: str = "shipped",
+        task: TaskId,
+        source: DataSource = "shipped",
         prompt_prefix: str | None = None,
-        max_samples: int | None = None,
-        seed: int = 0,
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> TaskPool:
         """``source``: 'shipped' (offline subset), 'hub' (full dataset) or a local file/folder."""
 
@@ -138,12 +158,26 @@ class TaskPool(TextGenPool):
         log.debug("task %s split %s: %d samples from %s", task, split, len(samples), source)
         return cls(samples)
 
+    @staticmethod
+    def check_args(args: Any) -> None:
+        """The task must have the data ``source`` names."""
+        spec = plugins.TASKS.get(args.task)
+        has = {"shipped": spec.data is not None, "hub": spec.data is not None and spec.data.hub is not None}
+        if not has.get(args.source, True):
+            raise ArgProblems(
+                Problem(
+                    f"task '{args.task}' has no {args.source} data",
+                    key="source",
+                    fix="use the task's dataset another way (shipped, hub or a local file), or another task",
+                )
+            )
+
 
 class SyntheticPool(TextGenPool):
     """RL4LMs's ``dummy_pool``: the same prompt repeated, no references (synthetic rewards)."""
 
     @classmethod
-    def prepare(cls, split: str, n_samples: int = 100, prompt: str = "") -> SyntheticPool:
+    def prepare(cls, split: str, n_samples: PositiveInt = 100, prompt: str = "") -> SyntheticPool:
         check_split(split)
         return cls(
             [Sample(id=f"{split}-{i}", prompt_or_input_text=prompt, references=[]) for i in range(n_samples)]

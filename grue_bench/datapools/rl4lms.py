@@ -6,12 +6,11 @@ import dataclasses
 import random
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, NonNegativeInt, PositiveInt
 
 from grue_bench.classifiers.datasets import join_words
 from grue_bench.data import Sample
-from grue_bench.datapools import TaskPool, sample_subset
-from grue_bench.errors import GrueError
+from grue_bench.datapools import DataSource, TaskPool, sample_subset
 
 EOU = " <EOU> "
 
@@ -52,7 +51,11 @@ class IMDB(TaskPool):
 
     @classmethod
     def prepare(
-        cls, split: str, seed: int = 0, source: str = "shipped", max_samples: int | None = None
+        cls,
+        split: str,
+        seed: NonNegativeInt = 0,
+        source: DataSource = "shipped",
+        max_samples: PositiveInt | None = None,
     ) -> TaskPool:
         samples = [dataclasses.replace(s, references=[_review(s)]) for s in _imdb_split(split, seed, source)]
         return TaskPool(sample_subset(samples, max_samples, seed))
@@ -69,9 +72,9 @@ class IMDBForSeq2Seq(TaskPool):
         cls,
         split: str,
         positive_ratio: Annotated[float, Field(gt=0, le=1)] = 1.0,
-        seed: int = 0,
-        source: str = "shipped",
-        max_samples: int | None = None,
+        seed: NonNegativeInt = 0,
+        source: DataSource = "shipped",
+        max_samples: PositiveInt | None = None,
     ) -> TaskPool:
         samples = [
             dataclasses.replace(s, meta_data={**s.meta_data, "reference": _review(s)})
@@ -91,9 +94,9 @@ class CommonGen(TaskPool):
         concept_separator_token: str = " ",
         concept_end_token: str = ".",
         prefix: str = "generate a sentence with: ",
-        source: str = "shipped",
-        max_samples: int | None = None,
-        seed: int = 0,
+        source: DataSource = "shipped",
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> TaskPool:
         pool = TaskPool.prepare(
             split, "commongen", source, prompt_prefix="", max_samples=max_samples, seed=seed
@@ -111,9 +114,9 @@ class CNNDailyMail(TaskPool):
         cls,
         split: str,
         prompt_prefix: str = "Summarize: ",
-        source: str = "shipped",
-        max_samples: int | None = None,
-        seed: int = 0,
+        source: DataSource = "shipped",
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> TaskPool:
         return TaskPool.prepare(split, "cnn_dailymail", source, prompt_prefix, max_samples, seed)
 
@@ -124,9 +127,9 @@ class ToTTo(TaskPool):
         cls,
         split: str,
         representation: Literal["subtable"] = "subtable",
-        source: str = "shipped",
-        max_samples: int | None = None,
-        seed: int = 0,
+        source: DataSource = "shipped",
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> TaskPool:
         return TaskPool.prepare(split, "totto", source, max_samples=max_samples, seed=seed)
 
@@ -134,7 +137,11 @@ class ToTTo(TaskPool):
 class NarrativeQA(TaskPool):
     @classmethod
     def prepare(
-        cls, split: str, source: str = "shipped", max_samples: int | None = None, seed: int = 0
+        cls,
+        split: str,
+        source: DataSource = "shipped",
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> TaskPool:
         return TaskPool.prepare(split, "narrative_qa", source, max_samples=max_samples, seed=seed)
 
@@ -145,9 +152,9 @@ class IWSLT2017EnDe(TaskPool):
         cls,
         split: str,
         prompt_prefix: str = "translate English to German: ",
-        source: str = "shipped",
-        max_samples: int | None = None,
-        seed: int = 0,
+        source: DataSource = "shipped",
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> TaskPool:
         return TaskPool.prepare(split, "iwslt2017_en_de", source, prompt_prefix, max_samples, seed)
 
@@ -157,17 +164,12 @@ class DailyDialog(TaskPool):
     def prepare(
         cls,
         split: str,
-        context_size: int = 5,
-        source: str = "shipped",
-        max_samples: int | None = None,
-        seed: int = 0,
+        context_size: Annotated[int, Field(ge=1, le=5)] = 5,
+        source: DataSource = "shipped",
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> TaskPool:
-        if not 1 <= context_size <= 5:
-            raise GrueError(
-                f"context_size {context_size} is out of range",
-                key="datapool.args.context_size",
-                fix="use 1 to 5 (the shipped dialogues keep at most 5 previous turns)",
-            )
+        """``context_size``: the previous turns kept (the shipped dialogues keep at most 5)."""
         pool = TaskPool.prepare(split, "daily_dialog", source, max_samples=max_samples, seed=seed)
         return _replace_prompts(
             pool, [EOU.join(s.prompt_or_input_text.split(EOU)[-context_size:]) for s in pool]

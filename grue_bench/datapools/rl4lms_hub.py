@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import PositiveInt
+from pydantic import NonNegativeInt, PositiveInt
 
 from grue_bench.data import Sample, TextGenPool
 from grue_bench.datapools import check_split, hub_split, sample_subset
@@ -59,8 +59,8 @@ class WMT(TextGenPool):
         target_language: str,
         prompt_suffix: str = "",
         prompt_prefix: str = "",
-        max_samples: int | None = None,
-        seed: int = 0,
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> WMT:
         check_split(split)
         try:
@@ -87,8 +87,8 @@ class _EnglishToGerman(TextGenPool):
         split: str,
         prompt_suffix: str = "",
         prompt_prefix: str = "",
-        max_samples: int | None = None,
-        seed: int = 0,
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> _EnglishToGerman:
         check_split(split)
         rows = _hub_split(*cls.dataset(split), split)
@@ -162,7 +162,11 @@ class CRD3DialogueGeneration(TextGenPool):
 
     @classmethod
     def prepare(
-        cls, split: str, max_context_size: PositiveInt, max_samples: int | None = None, seed: int = 0
+        cls,
+        split: str,
+        max_context_size: PositiveInt,
+        max_samples: PositiveInt | None = None,
+        seed: NonNegativeInt = 0,
     ) -> CRD3DialogueGeneration:
         check_split(split)
         folder = crd3_folder()

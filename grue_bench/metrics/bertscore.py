@@ -14,9 +14,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from grue_bench.errors import GrueError, MissingAssetError
+from pydantic import PositiveInt
+
+from grue_bench.errors import MissingAssetError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.models.hub import resolve_model
+from grue_bench.schema import ArgProblems
 
 logger = logging.getLogger(__name__)
 
@@ -53,15 +56,30 @@ def _not_english_error(language: str) -> MissingAssetError:
     )
 
 
+def _bert_score_layers() -> dict[str, int]:
+    """bert-score's default layer of each model it knows."""
+    # start-up time: bert-score imports torch and transformers; only a named model_type reads this
+    from bert_score.utils import model2layers
+
+    return model2layers
+
+
+def _baseline_file(language: str, model_type: str) -> Path:
+    """Where bert-score keeps its rescaling baseline of ``model_type`` for ``language``."""
+    spec = importlib.util.find_spec("bert_score")  # the folder, without importing torch
+    folder = Path(spec.origin).parent if spec and spec.origin else Path()
+    return folder / "rescale_baseline" / language / f"{model_type}.tsv"
+
+
 class BertScore(Metric):
     """Per-sample BERTScore F1 (max over references) and its mean, under key ``semantic/bert_score``."""
 
     def __init__(
         self,
         model_type: str | None = None,
-        num_layers: int | None = None,
+        num_layers: PositiveInt | None = None,
         language: str = "en",
-        batch_size: int = 32,
+        batch_size: PositiveInt = 32,
         rescale_with_baseline: bool = False,
     ) -> None:
         from bert_score import BERTScorer
@@ -79,6 +97,41 @@ class BertScore(Metric):
         )
         logger.info("BERTScore backbone: %s (layer %d)", self.backbone, num_layers)
 
+    @staticmethod
+    def check_args(args: Any) -> None:
+        """The layer and the rescaling baseline must be known: bert-score's tables say which are."""
+        if args.model_type is None:
+            if args.rescale_with_baseline:
+                raise ArgProblems(
+                    Problem(
+                        f"bert-score has no rescaling baseline for {MINILM_BACKBONE}",
+                        key="rescale_with_baseline",
+                        fix="set rescale_with_baseline: false, or model_type: roberta-large where the hub "
+                        "is reachable",
+                    )
+                )
+            return
+        if args.num_layers is None and args.model_type not in _bert_score_layers():
+            where = (
+                "is a local folder" if Path(args.model_type).expanduser().is_dir() else "is not in its table"
+            )
+            raise ArgProblems(
+                Problem(
+                    f"bert-score cannot pick the layer of model_type {args.model_type!r}: it {where}",
+                    key="num_layers",
+                    fix="set num_layers (e.g. the model's number of hidden layers), or use a model "
+                    "bert-score lists (e.g. roberta-large)",
+                )
+            )
+        if args.rescale_with_baseline and not _baseline_file(args.language, args.model_type).is_file():
+            raise ArgProblems(
+                Problem(
+                    f"bert-score has no {args.language} rescaling baseline for {args.model_type!r}",
+                    key="rescale_with_baseline",
+                    fix="set rescale_with_baseline: false",
+                )
+            )
+
     @classmethod
     def missing_asset(cls, **args: Any) -> MissingAssetError | None:
         language = args.get("language", "en")
@@ -88,55 +141,23 @@ class BertScore(Metric):
         self, model_type: str | None, num_layers: int | None, language: str, rescale: bool
     ) -> tuple[str, int, str | None]:
         """Set ``self.backbone``; return (model folder or hub id, layer, baseline file or None)."""
-        from bert_score.utils import model2layers
-
         if model_type is None:
             self.backbone = MINILM_BACKBONE
             if language != "en":
                 raise _not_english_error(language)
-            if rescale:
-                raise GrueError(
-                    f"bert-score has no rescaling baseline for {MINILM_BACKBONE}",
-                    key="bert_score.rescale_with_baseline",
-                    fix="set rescale_with_baseline: false, or model_type: roberta-large where the hub "
-                    "is reachable",
-                )
             return str(minilm_dir()), num_layers or MINILM_LAYERS, None
         self.backbone = model_type
+        layer = num_layers or _bert_score_layers()[model_type]
         if Path(model_type).expanduser().is_dir():
-            if num_layers is None:
-                raise GrueError(
-                    f"model_type {model_type!r} is a local folder, so bert-score cannot pick its layer",
-                    key="bert_score.num_layers",
-                    fix="set num_layers (e.g. the model's number of hidden layers)",
-                )
-            return model_type, num_layers, None
-        if num_layers is None and model_type not in model2layers:
-            raise GrueError(
-                f"bert-score knows no default layer for {model_type!r}",
-                key="bert_score.num_layers",
-                fix="set num_layers, or use a model bert-score lists (e.g. roberta-large)",
-            )
-
+            return model_type, layer, None
         source = resolve_model(
             model_type,
             what="BERTScore backbone",
             offline_fix=f"or leave model_type unset for the offline {MINILM_BACKBONE} backbone",
         )
-        baseline = None
-        if rescale:  # bert-score finds baselines by model name, which a resolved folder path no longer is
-            import bert_score
-
-            baseline = str(
-                Path(bert_score.__file__).parent / "rescale_baseline" / language / f"{model_type}.tsv"
-            )
-            if not Path(baseline).is_file():
-                raise GrueError(
-                    f"bert-score has no {language} rescaling baseline for {model_type!r}",
-                    key="bert_score.rescale_with_baseline",
-                    fix="set rescale_with_baseline: false",
-                )
-        return source, num_layers or model2layers[model_type], baseline
+        # bert-score finds baselines by model name, which a resolved folder path no longer is
+        baseline = str(_baseline_file(language, model_type)) if rescale else None
+        return source, layer, baseline
 
     def compute(
         self,

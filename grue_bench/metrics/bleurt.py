@@ -13,6 +13,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from pydantic import PositiveInt
+
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.models.hub import resolve_model
@@ -59,7 +61,9 @@ def _load(source: str):  # -> (model, tokenizer)
 class Bleurt(Metric):
     """Per-sample BLEURT (max over references) and its mean, under key ``semantic/bleurt``."""
 
-    def __init__(self, checkpoint: str | None = None, batch_size: int = 32, max_length: int = 512) -> None:
+    def __init__(
+        self, checkpoint: str | None = None, batch_size: PositiveInt = 32, max_length: PositiveInt = 512
+    ) -> None:
         if checkpoint is None:
             raise MissingAssetError(
                 "BLEURT needs a checkpoint, and none ships with GRUE Bench or any package registry",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import PositiveFloat, PositiveInt
+
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import require_aligned
 from grue_bench.metrics.meteor import tokenize
@@ -29,7 +31,7 @@ class Cider(Metric):
     n-gram has document frequency 1 and the score is 0.
     """
 
-    def __init__(self, n: int = 4, sigma: float = 6.0, coco_tokenization: bool = True):
+    def __init__(self, n: PositiveInt = 4, sigma: PositiveFloat = 6.0, coco_tokenization: bool = True):
         """``coco_tokenization`` lower-cases and strips punctuation first (see ``coco_tokenize``)."""
         self._n, self._sigma, self._coco_tokenization = n, sigma, coco_tokenization
 

@@ -5,11 +5,20 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pydantic import NonNegativeInt, PositiveInt
+
 from grue_bench.classifiers.datasets import join_words
 from grue_bench.classifiers.defaults import intent_classifier, sentiment_classifier
-from grue_bench.classifiers.judges import DEFAULT_ACT_JUDGE, DEFAULT_SENTIMENT_JUDGE, ActJudge, SentimentJudge
-from grue_bench.errors import GrueError, MissingAssetError
+from grue_bench.classifiers.judges import (
+    DEFAULT_ACT_JUDGE,
+    DEFAULT_SENTIMENT_JUDGE,
+    SENTIMENT_LABELS,
+    ActJudge,
+    SentimentJudge,
+)
+from grue_bench.errors import GrueError, MissingAssetError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.schema import ArgProblems
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +44,14 @@ class SentimentScore(Metric):
     def __init__(
         self,
         model_name: str | None = None,
-        label_ix: int = 1,
-        batch_size: int = 32,
+        label_ix: NonNegativeInt = 1,
+        batch_size: PositiveInt = 32,
         include_prompt_for_eval: bool = True,
         judge: SentimentJudge = DEFAULT_SENTIMENT_JUDGE,
     ) -> None:
 
         self.classifier = sentiment_classifier(model_name, judge, batch_size=batch_size)
-        if not 0 <= label_ix < len(self.classifier.labels):
+        if not label_ix < len(self.classifier.labels):  # a hub model's labels are known once loaded
             raise GrueError(
                 f"label_ix {label_ix} is out of range for a classifier with "
                 f"{len(self.classifier.labels)} labels",
@@ -51,6 +60,19 @@ class SentimentScore(Metric):
             )
         self.label_ix = label_ix
         self.include_prompt_for_eval = include_prompt_for_eval
+
+    @staticmethod
+    def check_args(args: Any) -> None:
+        """An offline judge's labels are known before it is built: ``label_ix`` must be one of them."""
+        if args.model_name is None and args.label_ix >= len(SENTIMENT_LABELS):
+            raise ArgProblems(
+                Problem(
+                    f"label_ix {args.label_ix} is out of range for the offline judge {args.judge}, "
+                    f"whose labels are {', '.join(f'{i} {name}' for i, name in enumerate(SENTIMENT_LABELS))}",
+                    key="label_ix",
+                    fix="use 1 for the positive class",
+                )
+            )
 
     def compute(
         self,
@@ -115,7 +137,7 @@ class IntentAccuracy(Metric):
     reference_free = True
 
     def __init__(
-        self, model_name: str | None = None, batch_size: int = 32, judge: ActJudge = DEFAULT_ACT_JUDGE
+        self, model_name: str | None = None, batch_size: PositiveInt = 32, judge: ActJudge = DEFAULT_ACT_JUDGE
     ) -> None:
         self.classifier = intent_classifier(model_name, judge, batch_size=batch_size)
 

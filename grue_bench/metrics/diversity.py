@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import PositiveInt
+
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean
 
@@ -49,7 +51,7 @@ class Diversity(Metric):
 
     reference_free = True
 
-    def __init__(self, window: int = 100):
+    def __init__(self, window: PositiveInt = 100):
         """``window`` is MSTTR's segment length (the key stays ``msttr-100`` only when it is 100)."""
         self._window = window
 

@@ -10,6 +10,7 @@ from typing import Any
 from grue_bench.errors import GrueError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean, require_aligned
+from grue_bench.schema import ExistingPath
 
 
 class EvaluateMetric(Metric):
@@ -22,7 +23,7 @@ class EvaluateMetric(Metric):
 
     def __init__(
         self,
-        path: str,
+        path: ExistingPath,
         key: str | None = None,
         compute_args: dict[str, Any] | None = None,
         single_reference: bool = False,
@@ -33,12 +34,6 @@ class EvaluateMetric(Metric):
         ``single_reference``: pass each sample's first reference as a string, for modules that want one.
         """
         module_path = Path(path).expanduser().resolve()
-        if not module_path.exists():
-            raise GrueError(
-                f"evaluate module path {path!r} does not exist (resolved to {module_path})",
-                key="args.path",
-                fix="give the local folder (or .py file) of an `evaluate` module; hub names are not loaded",
-            )
         import evaluate
 
         self._module = evaluate.load(str(module_path))

@@ -8,16 +8,17 @@ sacrebleu's scores are divided by 100, as RL4LMs reports them (its 0-1 scale; TE
 
 from __future__ import annotations
 
-import inspect
 import re
 import warnings
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from grue_bench.errors import GrueError
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+
+from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
-from grue_bench.metrics.pyrouge import PyRougeL
-from grue_bench.schema import CommaTolerantBool
+from grue_bench.metrics.pyrouge import LengthLimitType, PyRougeL
+from grue_bench.schema import ArgProblems, CommaTolerantBool, UnitInterval
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
@@ -105,29 +106,32 @@ class RougeLMax(Metric):
 
     def __init__(
         self,
-        max_n: int | None = None,
+        max_n: PositiveInt | None = None,
         limit_length: bool = True,
-        length_limit: int = 665,
-        length_limit_type: str = "bytes",
+        length_limit: NonNegativeInt = 665,
+        length_limit_type: LengthLimitType = "bytes",
         apply_avg: CommaTolerantBool = True,
         apply_best: CommaTolerantBool = False,
-        alpha: float = 0.5,
-        weight_factor: float = 1.0,
+        alpha: UnitInterval = 0.5,
+        weight_factor: PositiveFloat = 1.0,
         stemming: bool = True,
     ):
-        if not (apply_avg or apply_best):
-            raise GrueError(
-                "apply_avg and apply_best are both false: py-rouge then returns one score per reference "
-                "instead of one number, which RL4LMs's rouge_l_max cannot use",
-                key="rouge_l_max.apply_avg",
-                fix="set apply_avg: true (py-rouge's default) or apply_best: true; with one reference per "
-                "call both give the same score",
-            )
-        if max_n is not None and max_n < 1:
-            raise GrueError(f"max_n must be >= 1, got {max_n}", key="rouge_l_max.max_n", fix="use 4")
         self._rouge_l = PyRougeL(
             limit_length, length_limit, length_limit_type, stemming, alpha, weight_factor
         )
+
+    @staticmethod
+    def check_args(args: Any) -> None:
+        if not (args.apply_avg or args.apply_best):
+            raise ArgProblems(
+                Problem(
+                    "apply_avg and apply_best are both false: py-rouge then returns one score per reference "
+                    "instead of one number, which RL4LMs's rouge_l_max cannot use",
+                    key="apply_avg",
+                    fix="set apply_avg: true (py-rouge's default) or apply_best: true; with one reference "
+                    "per call both give the same score",
+                )
+            )
 
     def compute(
         self,
@@ -200,18 +204,11 @@ class _SacreMetric(Metric):
     sentence_overrides: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **args: Any):
-        """``args`` go to the sacrebleu metric class unchanged (e.g. ``tokenize: intl``)."""
+        """``args`` go to the sacrebleu metric class unchanged: each subclass declares them, with
+        sacrebleu's names and defaults."""
         import sacrebleu.metrics
 
         cls = getattr(sacrebleu.metrics, self.metric_name)
-        allowed = sorted(p for p in inspect.signature(cls).parameters if p not in ("self", "references"))
-        unknown = sorted(set(args) - set(allowed))
-        if unknown:
-            raise GrueError(
-                f"unknown argument(s) {unknown} for sacrebleu's {self.metric_name}",
-                key="args",
-                fix=f"use only: {', '.join(allowed)}",
-            )
         self._corpus_metric = cls(**args)
         self._sentence_metric = cls(**{**args, **self.sentence_overrides})
 
@@ -252,6 +249,12 @@ class _SacreMetric(Metric):
         }
 
 
+SacreTokenizer = Literal[
+    "none", "zh", "13a", "intl", "char", "ja-mecab", "ko-mecab", "spm", "flores101", "flores200", "spBLEU-1K"
+]
+"""sacrebleu 2's BLEU tokenizers (unset: 13a, or the target language's)."""
+
+
 class SacreBleu(_SacreMetric):
     """sacrebleu BLEU / 100 (0-1); sentence scores use effective order, as sacrebleu recommends."""
 
@@ -259,12 +262,52 @@ class SacreBleu(_SacreMetric):
     metric_name = "BLEU"
     sentence_overrides: ClassVar[dict[str, Any]] = {"effective_order": True}
 
+    def __init__(
+        self,
+        lowercase: bool = False,
+        force: bool = False,
+        tokenize: SacreTokenizer | None = None,
+        smooth_method: Literal["none", "floor", "add-k", "exp"] = "exp",
+        smooth_value: NonNegativeFloat | None = None,
+        max_ngram_order: PositiveInt = 4,
+        effective_order: bool = False,
+        trg_lang: str = "",
+    ):
+        super().__init__(
+            lowercase=lowercase,
+            force=force,
+            tokenize=tokenize,
+            smooth_method=smooth_method,
+            smooth_value=smooth_value,
+            max_ngram_order=max_ngram_order,
+            effective_order=effective_order,
+            trg_lang=trg_lang,
+        )
+
 
 class ChrF(_SacreMetric):
-    """sacrebleu chrF / 100 (0-1); ``word_order: 2`` gives chrF++."""
+    """sacrebleu chrF / 100 (0-1); ``word_order: 2`` gives chrF++, ``beta: 0`` precision alone."""
 
     key = "lexical/chrf"
     metric_name = "CHRF"
+
+    def __init__(
+        self,
+        char_order: PositiveInt = 6,
+        word_order: NonNegativeInt = 0,
+        beta: NonNegativeInt = 2,
+        lowercase: bool = False,
+        whitespace: bool = False,
+        eps_smoothing: bool = False,
+    ):
+        super().__init__(
+            char_order=char_order,
+            word_order=word_order,
+            beta=beta,
+            lowercase=lowercase,
+            whitespace=whitespace,
+            eps_smoothing=eps_smoothing,
+        )
 
 
 class Ter(_SacreMetric):
@@ -272,3 +315,17 @@ class Ter(_SacreMetric):
 
     key = "lexical/ter"
     metric_name = "TER"
+
+    def __init__(
+        self,
+        normalized: bool = False,
+        no_punct: bool = False,
+        asian_support: bool = False,
+        case_sensitive: bool = False,
+    ):
+        super().__init__(
+            normalized=normalized,
+            no_punct=no_punct,
+            asian_support=asian_support,
+            case_sensitive=case_sensitive,
+        )

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import NonNegativeFloat
+
 from grue_bench.assets.wordnet import find_wordnet, load_wordnet, missing_wordnet
 from grue_bench.errors import MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean, require_aligned, split_into_sentences
+from grue_bench.schema import UnitInterval
 
 
 def tokenize(text: str) -> list[str]:
@@ -27,7 +30,11 @@ class Meteor(Metric):
     """nltk's METEOR per sample against all references; corpus = mean (as HF ``evaluate``'s meteor)."""
 
     def __init__(
-        self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, wordnet_dir: str | None = None
+        self,
+        alpha: UnitInterval = 0.9,
+        beta: NonNegativeFloat = 3.0,
+        gamma: UnitInterval = 0.5,
+        wordnet_dir: str | None = None,
     ):
         """``wordnet_dir`` is an nltk ``corpora/wordnet`` folder; by default it is found in NLTK_DATA
         or built in the cache from /usr/share/wordnet. Raises MissingAssetError without WordNet."""

@@ -22,9 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import PositiveFloat, PositiveInt
+
 from grue_bench.errors import GrueError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean, require_aligned
+from grue_bench.schema import UnitInterval
 
 Record = tuple[tuple[str, ...], tuple[str, ...]]
 """One table record: (attribute tokens, value tokens)."""
@@ -120,14 +123,10 @@ def parent_score(
 class Parent(Metric):
     """PARENT precision, recall and F1 against ToTTo's highlighted cells (``meta_infos``)."""
 
-    def __init__(self, max_order: int = 4, lambda_weight: float = 0.5, epsilon: float = 1e-5):
+    def __init__(
+        self, max_order: PositiveInt = 4, lambda_weight: UnitInterval = 0.5, epsilon: PositiveFloat = 1e-5
+    ):
         """``lambda_weight`` weighs table recall against reference recall; ``epsilon`` smooths zeros."""
-        if not 0.0 <= lambda_weight <= 1.0:
-            raise GrueError(f"lambda_weight must be in [0, 1], got {lambda_weight}", key="args.lambda_weight")
-        if max_order < 1:
-            raise GrueError(f"max_order must be at least 1, got {max_order}", key="args.max_order")
-        if epsilon <= 0:
-            raise GrueError(f"epsilon must be positive, got {epsilon}", key="args.epsilon")
         self._options = {"max_order": max_order, "lambda_weight": lambda_weight, "epsilon": epsilon}
 
     def compute(

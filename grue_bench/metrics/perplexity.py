@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PositiveInt
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
@@ -93,8 +95,8 @@ class Perplexity(Metric):
         self,
         model_name: str | None = None,
         tokenizer_name: str | None = None,
-        stride: int | None = None,
-        max_length: int | None = None,
+        stride: PositiveInt | None = None,
+        max_length: Annotated[int, Field(ge=2)] | None = None,
         skip_train_split: bool = True,
         tokenizer_id: str | None = None,
         model_type: Literal["causal"] = "causal",
@@ -104,8 +106,6 @@ class Perplexity(Metric):
         ``use_text_from_meta_data`` (RL4LMs's) scores each sample's ``meta_info["reference"]`` instead of
         its references."""
         tokenizer_name = tokenizer_name or tokenizer_id
-        if stride is not None and stride < 1:
-            raise GrueError(f"stride must be >= 1, got {stride}", key="causal_perplexity.stride")
         self.model_name = model_name
         self.tokenizer_name = tokenizer_name
         self.stride = stride

@@ -18,14 +18,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
+from pydantic import AfterValidator, Field, PositiveInt
 
 from grue_bench.classifiers.hub import load_sequence_classifier
-from grue_bench.errors import GrueError, MissingAssetError
+from grue_bench.errors import MissingAssetError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.models.hub import resolve_model
+from grue_bench.schema import ArgProblems, Device
 
 
 @dataclass(frozen=True)
@@ -51,22 +53,48 @@ NLI_MODELS = {
 }
 """SummaC's NLI models: hub card and the label index of entailment and contradiction."""
 
+NLIModelName = Literal[
+    "snli-base", "snli-large", "mnli-base", "mnli", "anli", "vitc-base", "vitc", "vitc-only"
+]
+"""The names of ``NLI_MODELS``."""
 Granularity = Literal["paragraph", "sentence", "document", "2sents", "mixed"]
+
+
+def _granularity(value: str) -> str:
+    grans = value.split("-")
+    if len(grans) > 2 or any(g not in get_args(Granularity) for g in grans):
+        raise ArgProblems(
+            Problem(
+                f"unknown granularity {value!r}",
+                fix=f"use one of {', '.join(get_args(Granularity))}, or two joined by '-' (source-summary)",
+            )
+        )
+    return value
+
+
+ChunkGranularity = Annotated[str, AfterValidator(_granularity)]
+"""How source and summary are cut into chunks: one ``Granularity`` for both, or ``source-summary``."""
+
+
+def _bins(value: str) -> str:
+    if value != "percentile" and not (
+        value.startswith("even") and value[4:].isdigit() and int(value[4:]) > 0
+    ):
+        raise ArgProblems(
+            Problem(
+                f"unknown bins {value!r}", fix="use evenN (N equal bins, N >= 1, e.g. even50) or percentile"
+            )
+        )
+    return value
+
+
+Bins = Annotated[str, AfterValidator(_bins)]
+"""SummaC-Conv's histogram bins: ``evenN`` or ``percentile``."""
 MAX_INPUT_TOKENS = 500
 """SummaC truncates each (source chunk, summary chunk) pair to this many tokens, source first."""
 MIN_CHUNK_CHARS = 10
 """SummaC drops chunks of 10 characters or fewer."""
 PAIRS_PER_BATCH = 20
-
-
-def _nli_model(name: str) -> NLIModel:
-    if name not in NLI_MODELS:
-        raise GrueError(
-            f"unknown SummaC NLI model {name!r}",
-            key="summac.model_name",
-            fix=f"use one of {', '.join(NLI_MODELS)}, or a local folder with model_path",
-        )
-    return NLI_MODELS[name]
 
 
 def _sentences(text: str) -> list[str]:
@@ -103,8 +131,8 @@ class NLIImager:
 
     def __init__(
         self,
-        model_name: str = "mnli",
-        granularity: str = "paragraph",
+        model_name: NLIModelName = "mnli",
+        granularity: ChunkGranularity = "paragraph",
         max_doc_sents: int = 100,
         model_path: str | None = None,
         device: str | None = None,
@@ -112,14 +140,8 @@ class NLIImager:
         import torch
 
         grans = granularity.split("-")
-        if len(grans) > 2 or any(g not in Granularity.__args__ for g in grans):
-            raise GrueError(
-                f"unknown granularity {granularity!r}",
-                key="summac.granularity",
-                fix=f"use one of {', '.join(Granularity.__args__)}, or two joined by '-' (source-summary)",
-            )
         self.source_granularity, self.summary_granularity = grans[0], grans[-1]
-        self.labels = _nli_model(model_name)
+        self.labels = NLI_MODELS[model_name]
         self.max_doc_sents = max_doc_sents
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model, self.tokenizer = load_sequence_classifier(
@@ -165,20 +187,23 @@ class SummaCZS(Metric):
 
     def __init__(
         self,
-        model_name: str = "mnli",
-        granularity: str = "paragraph",
+        model_name: NLIModelName = "mnli",
+        granularity: ChunkGranularity = "paragraph",
         op1: Literal["max", "mean", "min"] = "max",
         op2: Literal["max", "mean", "min"] = "mean",
         use_ent: bool = True,
         use_con: bool = True,
-        max_doc_sents: int = 100,
+        max_doc_sents: PositiveInt = 100,
         model_path: str | None = None,
-        device: str | None = None,
+        device: Device | None = None,
     ) -> None:
-        if not (use_ent or use_con):
-            raise GrueError("use_ent and use_con are both false", key="summaCZS.use_ent", fix="set one")
         self.imager = NLIImager(model_name, granularity, max_doc_sents, model_path, device)
         self.op1, self.op2, self.use_ent, self.use_con = _REDUCE[op1], _REDUCE[op2], use_ent, use_con
+
+    @staticmethod
+    def check_args(args: Any) -> None:
+        if not (args.use_ent or args.use_con):
+            raise ArgProblems(Problem("use_ent and use_con are both false", key="use_ent", fix="set one"))
 
     @classmethod
     def missing_asset(cls, **args: Any) -> MissingAssetError | None:
@@ -211,14 +236,14 @@ class SummaCConv(Metric):
     def __init__(
         self,
         start_file: str | None = None,
-        models: Sequence[str] = ("mnli", "anli", "vitc"),
-        bins: str = "even50",
-        granularity: str = "sentence",
+        models: Annotated[Sequence[NLIModelName], Field(min_length=1)] = ("mnli", "anli", "vitc"),
+        bins: Bins = "even50",
+        granularity: ChunkGranularity = "sentence",
         nli_labels: Literal["e", "c", "n", "ec", "en", "cn", "ecn"] = "e",
         agg: Literal["mean", "min", "max", "all"] = "mean",
         norm_histo: bool = False,
-        max_doc_sents: int = 100,
-        device: str | None = None,
+        max_doc_sents: PositiveInt = 100,
+        device: Device | None = None,
     ) -> None:
         import torch
 
@@ -244,13 +269,11 @@ class SummaCConv(Metric):
 
     @staticmethod
     def _bins(bins: str) -> list[float]:
-        if bins.startswith("even"):
-            n = int(bins[4:])
-            return [k / n for k in range(n)] + [1.0]
         if bins == "percentile":
             return [0.0, 0.01, 0.02, 0.03, 0.04, 0.07, 0.13, 0.37, 0.90, 0.91, 0.92, 0.93, 0.94, 0.95,
                     0.955, 0.96, 0.965, 0.97, 0.975, 0.98, 0.985, 0.99, 0.995, 1.0]  # fmt: skip
-        raise GrueError(f"unknown bins {bins!r}", key="summaCConv.bins", fix="use evenN or percentile")
+        n = int(bins[4:])  # evenN
+        return [k / n for k in range(n)] + [1.0]
 
     @classmethod
     def missing_asset(cls, **args: Any) -> MissingAssetError | None:
@@ -308,11 +331,14 @@ class SummaCConv(Metric):
 
 
 def _missing_nli_model(args: dict[str, Any]) -> MissingAssetError | None:
-    """The NLI model a SummaC metric would load, if it is neither local nor on a reachable hub."""
+    """The NLI model a SummaC metric would load, if it is neither local nor on a reachable hub (an
+    unknown model name is the args check's to report)."""
 
     name = args.get("model_name", "mnli")
+    if not args.get("model_path") and name not in NLI_MODELS:
+        return None
     try:
-        resolve_model(args.get("model_path") or _nli_model(name).card, what="SummaC NLI model",
+        resolve_model(args.get("model_path") or NLI_MODELS[name].card, what="SummaC NLI model",
                       offline_fix="or leave the SummaC metrics out (the offline profiles do)")  # fmt: skip
     except MissingAssetError as missing:
         return missing

@@ -6,6 +6,8 @@ import re
 from itertools import pairwise
 from typing import ClassVar
 
+from pydantic import NonNegativeInt
+
 from grue_bench.metrics.base import Metric, MetricScores
 
 
@@ -59,7 +61,7 @@ class IncreasingNumbersInText(_TextScore):
 
     key = "synthetic/increasing_numbers_in_text"
 
-    def __init__(self, min_tokens: int) -> None:
+    def __init__(self, min_tokens: NonNegativeInt) -> None:
         self.min_tokens = min_tokens
 
     def score(self, text: str) -> float:

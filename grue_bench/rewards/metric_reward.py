@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, Field, NonNegativeFloat, create_model
 
 from grue_bench import plugins
 from grue_bench.classifiers.judges import DEFAULT_ACT_JUDGE, ActJudge
+from grue_bench.components import MetricId, ShapingRewardId, build, check_nested
 from grue_bench.errors import GrueError
 from grue_bench.rewards.base import RewardFunction
 from grue_bench.schema import args_model
@@ -18,20 +19,25 @@ class MetricReward(RewardFunction):
 
     def __init__(
         self,
-        metric: str,
-        keys: list[str],
+        metric: MetricId,
+        keys: Annotated[list[str], Field(min_length=1)],
         metric_args: dict[str, Any] | None = None,
         scale: float = 1.0,
         offset: float = 0.0,
-        shaping_fn: str | None = None,
+        shaping_fn: ShapingRewardId | None = None,
     ) -> None:
 
         self.metric_id = metric
-        self.metric = plugins.METRICS.get(metric)(**(metric_args or {}))
+        self.metric = build("metrics", metric, metric_args, "metric_args")
         self.keys = keys
         self.scale = scale
         self.offset = offset
-        self.shaping = plugins.REWARDS.get(shaping_fn)() if shaping_fn else None
+        self.shaping = build("rewards", shaping_fn, {}, "shaping_fn") if shaping_fn else None
+
+    @staticmethod
+    def check_args(args: Any) -> None:
+        """``metric_args`` are the arguments of ``metric``."""
+        check_nested("metrics", args.metric, args.metric_args, "metric_args")
 
     def batch(self, prompts, generations, references, meta_infos) -> list[float]:
         scores = self.metric.compute(prompts, generations, references, meta_infos)
@@ -64,7 +70,9 @@ def _metric_reward(metric: str, keys: list[str], scale: float = 1.0, offset: flo
             """The metric's own arguments plus ``shaping_fn``."""
 
             base = args_model(plugins.METRICS.get(metric), metric)
-            return create_model(f"{cls.__name__}Args", __base__=base, shaping_fn=(str | None, None))
+            return create_model(
+                f"{cls.__name__}Args", __base__=base, shaping_fn=(ShapingRewardId | None, None)
+            )
 
     Reward.__name__ = Reward.__qualname__ = f"{metric.title().replace('_', '')}Reward"
     return Reward
@@ -76,9 +84,9 @@ class RougeReward(MetricReward):
 
     def __init__(
         self,
-        rouge_type: str = "rouge1",
+        rouge_type: Literal["rouge1", "rouge2", "rougeL", "rougeLsum"] = "rouge1",
         use_stemmer: bool = True,
-        shaping_fn: str | None = None,
+        shaping_fn: ShapingRewardId | None = None,
         use_single_ref: bool = True,
     ) -> None:
         args = {"use_stemmer": use_stemmer, "use_single_ref": use_single_ref}
@@ -92,7 +100,7 @@ class RougeCombinedReward(MetricReward):
     """
 
     def __init__(
-        self, use_stemmer: bool = True, shaping_fn: str | None = None, use_single_ref: bool = True
+        self, use_stemmer: bool = True, shaping_fn: ShapingRewardId | None = None, use_single_ref: bool = True
     ) -> None:
         keys = [f"lexical/rouge_{k}" for k in ("rouge1", "rouge2", "rougeL")]
         args = {"use_stemmer": use_stemmer, "use_single_ref": use_single_ref}
@@ -124,8 +132,8 @@ class IntentAccuracyReward(RewardFunction):
     def __init__(
         self,
         shape: bool = True,
-        intent_coeff: float = 1.0,
-        auto_coeff: float = 1.0,
+        intent_coeff: NonNegativeFloat = 1.0,
+        auto_coeff: NonNegativeFloat = 1.0,
         model_name: str | None = None,
         judge: ActJudge = DEFAULT_ACT_JUDGE,
     ) -> None:

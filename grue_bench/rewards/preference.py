@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import PositiveInt
+from pydantic import NonNegativeFloat, PositiveInt
 
 from grue_bench.classifiers.offline import COMMONGEN_PLAUSIBILITY, offline_classifier
 from grue_bench.errors import GrueError, MissingAssetError
@@ -17,6 +17,7 @@ from grue_bench.models.hub import hub_offline, resolve_model
 from grue_bench.paths import cache_dir
 from grue_bench.rewards.base import RewardFunction
 from grue_bench.rewards.metric_reward import MetricReward
+from grue_bench.schema import Device
 
 logger = logging.getLogger(__name__)
 
@@ -122,10 +123,10 @@ class CommonGenPreference(RewardFunction):
     def __init__(
         self,
         model_type: Literal["11b", "offline"] = "11b",
-        device: str | None = None,
+        device: Device | None = None,
         batch_size: PositiveInt = 1,
-        concept_penalty_coeff: float = 0.0,
-        meteor_coeff: float = 0.0,
+        concept_penalty_coeff: NonNegativeFloat = 0.0,
+        meteor_coeff: NonNegativeFloat = 0.0,
         model_path: str | None = None,
     ) -> None:
         import torch

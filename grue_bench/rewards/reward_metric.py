@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from grue_bench import plugins
+from grue_bench.components import RewardId, build, check_nested
 from grue_bench.metrics.base import Metric, MetricScores
 
 
 class RewardMetric(Metric):
     """Per-sample rewards and their mean, under ``reward/<id>``."""
 
-    def __init__(self, id: str, args: dict[str, Any] | None = None) -> None:
+    def __init__(self, id: RewardId, args: dict[str, Any] | None = None) -> None:
         self.id = id
-        self.reward = plugins.REWARDS.get(id)(**(args or {}))
+        self.reward = build("rewards", id, args, "args")
+
+    @staticmethod
+    def check_args(args: Any) -> None:
+        """``args`` are the arguments of the reward ``id``."""
+        check_nested("rewards", args.id, args.args, "args")
 
     def compute(
         self, prompt_texts, generated_texts, reference_texts, meta_infos=None, model=None, split_name=None

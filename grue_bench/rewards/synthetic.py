@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import NonNegativeInt
+
 from grue_bench.errors import GrueError
 from grue_bench.metrics.synthetic import DATE_PATTERN, increasing_numbers_fraction
 from grue_bench.rewards.base import RewardFunction
@@ -10,7 +12,7 @@ from grue_bench.rewards.base import RewardFunction
 class IncreasingNumbers(RewardFunction):
     """RL4LMs ``increasing_numbers``: reward texts that count upwards."""
 
-    def __init__(self, min_tokens: int = 20) -> None:
+    def __init__(self, min_tokens: NonNegativeInt = 20) -> None:
         self.min_tokens = min_tokens
 
     def batch(self, prompts, generations, references, meta_infos) -> list[float]:

@@ -25,7 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from grue_bench.schema import Strict
+from grue_bench.errors import Problem
+from grue_bench.schema import ArgProblems, Strict
 
 
 class PostProcessorRef(Strict):
@@ -136,9 +137,14 @@ class GroupArgs(PPOArgs):
     @model_validator(mode="after")
     def _whole_groups(self) -> GroupArgs:
         if self.n_steps % self.group_size:
-            raise ValueError(
-                f"n_steps ({self.n_steps}) must be a multiple of group_size ({self.group_size}): "
-                "every prompt is answered group_size times"
+            raise ArgProblems(
+                Problem(
+                    f"n_steps ({self.n_steps}) must be a multiple of group_size ({self.group_size}): "
+                    "every prompt is answered group_size times",
+                    key="n_steps",
+                    fix=f"use a multiple of {self.group_size}, e.g. "
+                    f"{max(self.group_size, self.n_steps // self.group_size * self.group_size)}",
+                )
             )
         return self
 
@@ -172,7 +178,9 @@ class A2CArgs(AlgArgs):
     @model_validator(mode="after")
     def _one_epoch(self) -> A2CArgs:
         if self.n_epochs != 1:
-            raise ValueError("A2C makes exactly one update per rollout: set n_epochs to 1")
+            raise ArgProblems(
+                Problem("A2C makes exactly one update per rollout", key="n_epochs", fix="set n_epochs to 1")
+            )
         return self
 
 
@@ -228,7 +236,7 @@ class PeftSettings(Strict):
         kwargs = self.config_kwargs()
         for key, why in PEFT_KEYS_SET_HERE.items():
             if key in kwargs:
-                raise ValueError(f"'{key}' is set by GRUE Bench ({why}): remove it")
+                raise ArgProblems(Problem(f"'{key}' is set by GRUE Bench ({why})", key=key, fix="remove it"))
         hints = typing.get_type_hints(config_class)
         names = [field.name for field in dataclasses.fields(config_class)]
         create_model(  # type: ignore[call-overload]

@@ -22,6 +22,7 @@ import numpy
 import torch
 
 from grue_bench import plugins
+from grue_bench.components import build, checked_args
 from grue_bench.config import RunConfig
 from grue_bench.data import Sample, TextGenPool
 from grue_bench.datapools import TaskPool, task_corpus
@@ -79,14 +80,17 @@ def set_seed(seed: int) -> None:
 def load_pool(config: RunConfig, split: str) -> TextGenPool:
     """The config's datapool (RL4LMs id + args), or its task's data."""
     if config.datapool is not None:
-        return plugins.DATAPOOLS.get(config.datapool.id).prepare(split, **config.datapool.args)
+        pool = config.datapool
+        return plugins.DATAPOOLS.get(pool.id).prepare(
+            split, **checked_args("datapools", pool.id, pool.args, "datapool.args")
+        )
     return TaskPool.prepare(split, task=config.task)
 
 
 def build_reward(config: RunConfig):
     """The reward function instance of the config (or of its task)."""
     component = config.reward_fn or plugins.TASKS.get(config.task).reward_fn
-    return plugins.REWARDS.get(component.id)(**component.args)
+    return build("rewards", component.id, component.args, "reward_fn.args")
 
 
 def model_type_of(config: RunConfig) -> str:

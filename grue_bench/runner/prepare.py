@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from tqdm.auto import tqdm
 
-from grue_bench import plugins
+from grue_bench.components import build
 from grue_bench.runner.assemble import build_reward, load_base
 from grue_bench.runner.grid import RunSpec
 
@@ -72,6 +72,6 @@ def prepare_assets(spec: RunSpec) -> str:
     same model at the same time. Caches are written atomically, so groups build in parallel."""
     load_base(spec.config)
     build_reward(spec.config)
-    for metric in spec.config.train_evaluation.metrics:
-        plugins.METRICS.get(metric.id)(**metric.args)
+    for i, metric in enumerate(spec.config.train_evaluation.metrics):
+        build("metrics", metric.id, metric.args, f"train_evaluation.metrics.{i}.args")
     return spec.task

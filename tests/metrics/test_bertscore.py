@@ -4,6 +4,7 @@ import importlib.util
 
 import pytest
 
+from grue_bench.components import build
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics import bertscore
 from grue_bench.metrics.bertscore import BertScore, minilm_dir
@@ -64,8 +65,9 @@ def test_a_language_other_than_english_is_refused_for_the_english_minilm():
 
 
 def test_rescaling_is_refused_for_minilm():
-    with pytest.raises(GrueError, match="no rescaling baseline for all-MiniLM-L6-v2"):
-        BertScore(rescale_with_baseline=True)
+    with pytest.raises(GrueError, match="no rescaling baseline for all-MiniLM-L6-v2") as error:
+        build("metrics", "bert_score", {"rescale_with_baseline": True}, "args")
+    assert "args.rescale_with_baseline" in str(error.value)
 
 
 def test_a_missing_minilm_package_says_how_to_install_it(monkeypatch):
@@ -91,5 +93,6 @@ def test_roberta_large_offline_fails_without_the_network(monkeypatch, connection
 
 
 def test_a_local_folder_needs_num_layers():
-    with pytest.raises(GrueError, match="set num_layers"):
-        BertScore(model_type=str(minilm_dir()))
+    with pytest.raises(GrueError, match="set num_layers") as error:
+        build("metrics", "bert_score", {"model_type": str(minilm_dir())}, "args")
+    assert "is a local folder" in str(error.value) and "args.num_layers" in str(error.value)

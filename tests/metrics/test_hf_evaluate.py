@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from grue_bench.components import build
 from grue_bench.errors import GrueError
 from grue_bench.metrics.hf_evaluate import EvaluateMetric
 
@@ -86,8 +87,8 @@ def test_unusable_keys_are_named(multi_ref: Path):
 
 def test_a_path_that_does_not_exist_is_refused(tmp_path: Path):
     missing = tmp_path / "no_such_metric"
-    with pytest.raises(GrueError, match="no_such_metric") as error:
-        EvaluateMetric(str(missing))
-    assert "local folder" in str(error.value)
+    with pytest.raises(GrueError, match=r"args\.path: '.*no_such_metric' does not exist") as error:
+        build("metrics", "evaluate", {"path": str(missing)}, "args")
+    assert "give the path of an existing file or folder" in str(error.value)
     with pytest.raises(GrueError, match="does not exist"):
-        EvaluateMetric("rouge")  # a hub name is never fetched
+        build("metrics", "evaluate", {"path": "rouge"}, "args")  # a hub name is never fetched

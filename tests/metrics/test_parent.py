@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from grue_bench.components import build
 from grue_bench.errors import GrueError
 from grue_bench.metrics.parent import Parent, lcs_length, parent_score, table_from_cells, tokenize
 from grue_bench.paths import bundled_dir
@@ -124,5 +125,5 @@ def test_parent_needs_the_table_in_meta_infos():
         Parent().compute([""], ["a"], [["a"]], None)
     with pytest.raises(GrueError, match="highlighted_cell_details"):
         Parent().compute([""], ["a"], [["a"]], [{"example_id": "1"}])
-    with pytest.raises(GrueError, match="lambda_weight"):
-        Parent(lambda_weight=1.5)
+    with pytest.raises(GrueError, match=r"args\.lambda_weight: Input should be less than or equal to 1"):
+        build("metrics", "parent_totto", {"lambda_weight": 1.5}, "args")
