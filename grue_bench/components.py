@@ -91,7 +91,7 @@ def _registered(kind: str, *, takes_no_args: bool = False) -> AfterValidator:
                 raise ArgProblems(
                     Problem(
                         f"'{id}' needs the argument(s) {', '.join(required)}, but is built with none here",
-                        fix=f"use a {kind[:-1]} that needs no arguments",
+                        fix=f"use a {registry.singular} that needs no arguments",
                     )
                 )
         return id

@@ -11,8 +11,9 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
+from grue_bench.errors import Problem
 from grue_bench.rl.hparams import GenerationKwargs
-from grue_bench.schema import Component, Strict
+from grue_bench.schema import ArgProblems, Component, Strict
 from grue_bench.yamlio import dump_yaml
 
 Tracker = Literal["tensorboard", "wandb", "mlflow", "trackio"]
@@ -118,6 +119,24 @@ class RunConfig(Strict):
         if isinstance(value, str):
             value = [part.strip() for part in value.split(",")]
         return [] if value == ["none"] else value
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_numpy_takes(cls, seeds: list[int] | int) -> list[int] | int:
+        """A run seeds numpy, which takes 0 to 2**32 - 1."""
+        bad = [i for i, seed in enumerate(seeds) if not 0 <= seed < 2**32] if isinstance(seeds, list) else []
+        if bad:
+            raise ArgProblems(
+                *(
+                    Problem(
+                        f"seed {seeds[i]} is outside 0 to 2**32 - 1",
+                        key=str(i),
+                        fix="give a seed from 0 to 4294967295",
+                    )
+                    for i in bad
+                )
+            )
+        return seeds
 
     def seed_list(self) -> list[int]:
         """The seeds to run."""

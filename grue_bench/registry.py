@@ -120,13 +120,20 @@ class Registry(Generic[T]):
             raise self.unknown(id)
         return self._targets[id]
 
+    @property
+    def singular(self) -> str:
+        """The kind of one entry: 'policy' for the registry of policies."""
+        if self.kind.endswith("ies"):
+            return self.kind[:-3] + "y"
+        return self.kind[:-1] if self.kind.endswith("s") else self.kind
+
     def unknown(self, id: str, *, source: str | None = None, key: str = "") -> GrueError:
         """The error for an unknown id, with close matches and the full list."""
         known = self.ids()
         close = difflib.get_close_matches(id, known, n=3, cutoff=0.6)
         hint = f"Did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         return GrueError(
-            f"unknown {self.kind[:-1] if self.kind.endswith('s') else self.kind} id '{id}'. "
+            f"unknown {self.singular} id '{id}'. "
             f"{hint}Available: {', '.join(known) or '(none)'}",
             source=source,
             key=key,

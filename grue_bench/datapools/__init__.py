@@ -162,13 +162,20 @@ class TaskPool(TextGenPool):
     def check_args(args: Any) -> None:
         """The task must have the data ``source`` names."""
         spec = plugins.TASKS.get(args.task)
-        has = {"shipped": spec.data is not None, "hub": spec.data is not None and spec.data.hub is not None}
-        if not has.get(args.source, True):
+        if spec.data is None and args.source in ("shipped", "hub"):
             raise ArgProblems(
                 Problem(
-                    f"task '{args.task}' has no {args.source} data",
+                    f"task '{args.task}' has no data files: its samples come from its own datapool",
+                    key="task",
+                    fix=f"leave datapool out and set task: {args.task}, or give source a local file",
+                )
+            )
+        if args.source == "hub" and spec.data is not None and spec.data.hub is None:
+            raise ArgProblems(
+                Problem(
+                    f"task '{args.task}' has no hub source",
                     key="source",
-                    fix="use the task's dataset another way (shipped, hub or a local file), or another task",
+                    fix="use source: shipped or a local file",
                 )
             )
 

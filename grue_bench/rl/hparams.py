@@ -232,7 +232,12 @@ class PeftSettings(Strict):
 
     @model_validator(mode="after")
     def _peft_arguments(self) -> PeftSettings:
-        config_class = peft_config_class(self.peft_type)
+        try:
+            config_class = peft_config_class(self.peft_type)
+        except ValueError as exc:
+            raise ArgProblems(
+                Problem(str(exc), key="peft_type", fix="use an adapter method peft knows, e.g. LORA")
+            ) from None
         kwargs = self.config_kwargs()
         for key, why in PEFT_KEYS_SET_HERE.items():
             if key in kwargs:
@@ -247,7 +252,12 @@ class PeftSettings(Strict):
         try:
             config_class(**kwargs)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{config_class.__name__} refuses these arguments: {exc}") from None
+            raise ArgProblems(
+                Problem(
+                    f"{config_class.__name__} refuses these arguments: {exc}",
+                    fix=f"give arguments {config_class.__name__} accepts (see peft's documentation)",
+                )
+            ) from None
         return self
 
     def config_kwargs(self) -> dict[str, Any]:
