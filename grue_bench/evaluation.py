@@ -13,10 +13,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from grue_bench.components import build
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.plugins.components import build
 from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.schema import Component
 

@@ -133,8 +133,7 @@ class Registry(Generic[T]):
         close = difflib.get_close_matches(id, known, n=3, cutoff=0.6)
         hint = f"Did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         return GrueError(
-            f"unknown {self.singular} id '{id}'. "
-            f"{hint}Available: {', '.join(known) or '(none)'}",
+            f"unknown {self.singular} id '{id}'. {hint}Available: {', '.join(known) or '(none)'}",
             source=source,
             key=key,
             fix=f"use one of the registered ids (see `grue ls {self.kind}`) or register a plugin",

@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from grue_bench import plugins, tasks
-from grue_bench.components import arg_problems
 from grue_bench.config import AlgConfig, RunConfig, TrainEvaluationConfig
 from grue_bench.errors import GrueError, Problem
+from grue_bench.plugins.components import arg_problems
 from grue_bench.rl.hparams import GenerationKwargs, PolicyArgs
 from grue_bench.schema import Component, Strict, deep_merge, problems_from
 from grue_bench.tasks import TaskSpec

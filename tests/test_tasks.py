@@ -6,9 +6,9 @@ import pytest
 from conftest import REPO
 
 from grue_bench import plugins
-from grue_bench.components import checked_args
 from grue_bench.datapools import SyntheticPool, TaskPool
 from grue_bench.errors import GrueError
+from grue_bench.plugins.components import checked_args
 from grue_bench.resolve import task_config
 from grue_bench.tasks import GRUE_TASKS
 

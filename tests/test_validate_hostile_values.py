@@ -23,8 +23,8 @@ from pydantic import AfterValidator, BaseModel
 
 from grue_bench import plugins
 from grue_bench.cli import main
-from grue_bench.components import args_of
 from grue_bench.errors import GrueError, MissingAssetError
+from grue_bench.plugins.components import args_of
 
 SIGNED = {
     ("metric", "scale"): "a reward may decrease with the metric (ter is 1 - TER: scale -1)",

@@ -17,9 +17,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, NonNegativeInt, PositiveInt
 
 from grue_bench import plugins
-from grue_bench.components import TaskId
 from grue_bench.data import Sample, TextGenPool, read_jsonl
 from grue_bench.errors import GrueError, MissingAssetError, Problem
+from grue_bench.plugins.components import TaskId
 from grue_bench.schema import ArgProblems
 from grue_bench.tasks import SPLITS, TaskSpec
 

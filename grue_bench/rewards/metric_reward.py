@@ -8,8 +8,8 @@ from pydantic import BaseModel, Field, NonNegativeFloat, create_model
 
 from grue_bench import plugins
 from grue_bench.classifiers.judges import DEFAULT_ACT_JUDGE, ActJudge
-from grue_bench.components import MetricId, ShapingRewardId, build, check_nested
 from grue_bench.errors import GrueError
+from grue_bench.plugins.components import MetricId, ShapingRewardId, build, check_nested
 from grue_bench.rewards.base import RewardFunction
 from grue_bench.schema import args_model
 

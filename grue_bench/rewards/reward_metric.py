@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grue_bench.components import RewardId, build, check_nested
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.plugins.components import RewardId, build, check_nested
 
 
 class RewardMetric(Metric):

@@ -22,11 +22,11 @@ import numpy
 import torch
 
 from grue_bench import plugins
-from grue_bench.components import build, checked_args
 from grue_bench.config import RunConfig
 from grue_bench.data import Sample, TextGenPool
 from grue_bench.datapools import TaskPool, task_corpus
 from grue_bench.models import BaseLM, load_base_lm
+from grue_bench.plugins.components import build, checked_args
 from grue_bench.registry import import_object
 from grue_bench.rl.adapters import add_adapter, merged
 from grue_bench.rl.hparams import PeftSettings, SupervisedArgs

@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from tqdm.auto import tqdm
 
-from grue_bench.components import build
+from grue_bench.plugins.components import build
 from grue_bench.runner.assemble import build_reward, load_base
 from grue_bench.runner.grid import RunSpec
 

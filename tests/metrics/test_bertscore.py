@@ -4,10 +4,10 @@ import importlib.util
 
 import pytest
 
-from grue_bench.components import build
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics import bertscore
 from grue_bench.metrics.bertscore import BertScore, minilm_dir
+from grue_bench.plugins.components import build
 
 GENERATED = ["the cat sat on the mat", "a dog barked loudly at the moon"]
 REFERENCES = [["the cat is sitting on the mat"], ["the dog barked at the moon", "a dog howled at night"]]

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from grue_bench.components import build
 from grue_bench.errors import GrueError
 from grue_bench.metrics.hf_evaluate import EvaluateMetric
+from grue_bench.plugins.components import build
 
 # A tiny metric: exact-match rate (a single number) and words per prediction (one per sample).
 SCRIPT = """

@@ -9,9 +9,9 @@ from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_b
 from rouge_score import rouge_scorer
 
 from grue_bench import plugins
-from grue_bench.components import build
 from grue_bench.errors import GrueError
 from grue_bench.metrics.lexical import Bleu, ChrF, Rouge, RougeLMax, SacreBleu, Ter, reference_streams
+from grue_bench.plugins.components import build
 
 PREDICTIONS = ["the cat sat on the mat", "a dog barked loudly at the moon", "it rained all day long"]
 # Different numbers of references per sample, as in CommonGen and ToTTo.

@@ -9,10 +9,10 @@ import math
 
 import pytest
 
-from grue_bench.components import build
 from grue_bench.errors import GrueError
 from grue_bench.metrics.parent import Parent, lcs_length, parent_score, table_from_cells, tokenize
 from grue_bench.paths import bundled_dir
+from grue_bench.plugins.components import build
 
 JOHN = [(("name",), ("john",)), (("age",), ("30",))]
 
