@@ -100,36 +100,37 @@ CommaTolerantBool = Annotated[bool, BeforeValidator(_stray_comma)]
 UnitInterval = Annotated[float, Field(ge=0, le=1)]
 """A number from 0 to 1: a probability, or the weight of one of two terms."""
 
-_DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:\d+)?")
+
+def text_check(accepts: Callable[[str], object], problem: Callable[[str], str], fix: str) -> AfterValidator:
+    """A validator of a text argument: one that ``accepts`` refuses is a problem, ``problem(value)``,
+    with ``fix``."""
+
+    def check(value: str) -> str:
+        if not accepts(value):
+            raise ArgProblems(Problem(problem(value), fix=fix))
+        return value
+
+    return AfterValidator(check)
 
 
-def _device(value: str) -> str:
-    if not _DEVICE.fullmatch(value):
-        raise ArgProblems(
-            Problem(
-                f"{value!r} is not a torch device",
-                fix="use cpu, cuda, cuda:N, mps or xpu (or leave it unset: cuda when there is one, else cpu)",
-            )
-        )
-    return value
-
-
-Device = Annotated[str, AfterValidator(_device)]
+Device = Annotated[
+    str,
+    text_check(
+        re.compile(r"(cpu|cuda|mps|xpu)(:\d+)?").fullmatch,
+        lambda value: f"{value!r} is not a torch device",
+        fix="use cpu, cuda, cuda:N, mps or xpu (or leave it unset: cuda when there is one, else cpu)",
+    ),
+]
 """A torch device name (``cuda:1``), checked without importing torch."""
 
-
-def _existing_path(value: str) -> str:
-    if not Path(value).expanduser().exists():
-        raise ArgProblems(
-            Problem(
-                f"{value!r} does not exist (resolved to {Path(value).expanduser().resolve()})",
-                fix="give the path of an existing file or folder (relative paths start where grue runs)",
-            )
-        )
-    return value
-
-
-ExistingPath = Annotated[str, AfterValidator(_existing_path)]
+ExistingPath = Annotated[
+    str,
+    text_check(
+        lambda value: Path(value).expanduser().exists(),
+        lambda value: f"{value!r} does not exist (resolved to {Path(value).expanduser().resolve()})",
+        fix="give the path of an existing file or folder (relative paths start where grue runs)",
+    ),
+]
 """The path of a file or folder that exists."""
 
 

@@ -14,31 +14,27 @@ import random
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, NonNegativeInt, PositiveInt
+from pydantic import NonNegativeInt, PositiveInt
 
 from grue_bench import plugins
 from grue_bench.data import Sample, TextGenPool, read_jsonl
 from grue_bench.errors import GrueError, MissingAssetError, Problem
 from grue_bench.plugins.components import TaskId
-from grue_bench.schema import ArgProblems
+from grue_bench.schema import ArgProblems, text_check
 from grue_bench.tasks import SPLITS, TaskSpec
 
 log = logging.getLogger(__name__)
 
 
-def _data_source(value: str) -> str:
-    if value not in ("shipped", "hub") and not Path(value).expanduser().exists():
-        raise ArgProblems(
-            Problem(
-                f"{value!r} is neither 'shipped', 'hub' nor an existing file or folder",
-                fix="use shipped (the subset that ships), hub (the full dataset) or the path of a JSONL/CSV "
-                "file or of a folder holding <split>.jsonl",
-            )
-        )
-    return value
-
-
-DataSource = Annotated[str, AfterValidator(_data_source)]
+DataSource = Annotated[
+    str,
+    text_check(
+        lambda value: value in ("shipped", "hub") or Path(value).expanduser().exists(),
+        lambda value: f"{value!r} is neither 'shipped', 'hub' nor an existing file or folder",
+        fix="use shipped (the subset that ships), hub (the full dataset) or the path of a JSONL/CSV file "
+        "or of a folder holding <split>.jsonl",
+    ),
+]
 """Where a task's samples come from: ``shipped``, ``hub`` or a local file or folder."""
 
 

@@ -15,19 +15,20 @@ the model, and the offline profiles leave these metrics out of a config's suite.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
-from pydantic import AfterValidator, Field, PositiveInt
+from pydantic import Field, PositiveInt
 
 from grue_bench.classifiers.hub import load_sequence_classifier
 from grue_bench.errors import MissingAssetError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.models.hub import resolve_model
-from grue_bench.schema import ArgProblems, Device
+from grue_bench.schema import ArgProblems, Device, text_check
 
 
 @dataclass(frozen=True)
@@ -60,35 +61,29 @@ NLIModelName = Literal[
 Granularity = Literal["paragraph", "sentence", "document", "2sents", "mixed"]
 
 
-def _granularity(value: str) -> str:
+def _is_granularity(value: str) -> bool:
     grans = value.split("-")
-    if len(grans) > 2 or any(g not in get_args(Granularity) for g in grans):
-        raise ArgProblems(
-            Problem(
-                f"unknown granularity {value!r}",
-                fix=f"use one of {', '.join(get_args(Granularity))}, or two joined by '-' (source-summary)",
-            )
-        )
-    return value
+    return len(grans) <= 2 and all(g in get_args(Granularity) for g in grans)
 
 
-ChunkGranularity = Annotated[str, AfterValidator(_granularity)]
+ChunkGranularity = Annotated[
+    str,
+    text_check(
+        _is_granularity,
+        lambda value: f"unknown granularity {value!r}",
+        fix=f"use one of {', '.join(get_args(Granularity))}, or two joined by '-' (source-summary)",
+    ),
+]
 """How source and summary are cut into chunks: one ``Granularity`` for both, or ``source-summary``."""
 
-
-def _bins(value: str) -> str:
-    if value != "percentile" and not (
-        value.startswith("even") and value[4:].isdigit() and int(value[4:]) > 0
-    ):
-        raise ArgProblems(
-            Problem(
-                f"unknown bins {value!r}", fix="use evenN (N equal bins, N >= 1, e.g. even50) or percentile"
-            )
-        )
-    return value
-
-
-Bins = Annotated[str, AfterValidator(_bins)]
+Bins = Annotated[
+    str,
+    text_check(
+        lambda value: value == "percentile" or re.fullmatch(r"even0*[1-9]\d*", value),
+        lambda value: f"unknown bins {value!r}",
+        fix="use evenN (N equal bins, N >= 1: even50) or percentile",
+    ),
+]
 """SummaC-Conv's histogram bins: ``evenN`` or ``percentile``."""
 MAX_INPUT_TOKENS = 500
 """SummaC truncates each (source chunk, summary chunk) pair to this many tokens, source first."""

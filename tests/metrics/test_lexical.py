@@ -2,6 +2,7 @@
 scores are reported / 100, as RL4LMs reports them)."""
 
 import math
+from typing import get_args
 
 import pytest
 import sacrebleu
@@ -10,7 +11,16 @@ from rouge_score import rouge_scorer
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
-from grue_bench.metrics.lexical import Bleu, ChrF, Rouge, RougeLMax, SacreBleu, Ter, reference_streams
+from grue_bench.metrics.lexical import (
+    Bleu,
+    ChrF,
+    Rouge,
+    RougeLMax,
+    SacreBleu,
+    SacreTokenizer,
+    Ter,
+    reference_streams,
+)
 from grue_bench.plugins.components import build
 
 PREDICTIONS = ["the cat sat on the mat", "a dog barked loudly at the moon", "it rained all day long"]
@@ -254,3 +264,9 @@ def test_rouge_l_max_reads_rl4lms_true_with_a_stray_comma_and_refuses_false_so(r
     assert code == 2 and out == ""
     assert "train_evaluation.metrics.0.args.apply_best" in err
     assert "which RL4LMs would have read as true\n  fix: write false (no comma)" in err
+
+
+def test_the_declared_sacrebleu_tokenizers_are_the_installed_sacrebleus():
+    from sacrebleu.metrics.bleu import _TOKENIZERS
+
+    assert set(get_args(SacreTokenizer)) == set(_TOKENIZERS)

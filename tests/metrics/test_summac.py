@@ -1,13 +1,15 @@
 """SummaC (RL4LMs ``summaCZS`` / ``summaCConv``) with a small stand-in NLI model built here: the
 scores equal SummaC's aggregation computed by hand from that model's probabilities."""
 
+from typing import get_args
+
 import numpy as np
 import pytest
 import torch
 
 from grue_bench.errors import MissingAssetError
 from grue_bench.metrics import summac
-from grue_bench.metrics.summac import SummaCConv, SummaCZS, split_text
+from grue_bench.metrics.summac import NLI_MODELS, NLIModelName, SummaCConv, SummaCZS, split_text
 
 SOURCE = "the cat sat on the mat\nit rained all day long\nwhat ?"  # "what ?" is too short: dropped
 SUMMARY = "a dog barked at the moon\nthe cat sat on the mat"
@@ -105,3 +107,7 @@ def test_conv_histograms_each_summary_chunk_and_applies_the_trained_layers(tmp_p
         expected = float(torch.softmax(final(feature), -1)[1])
     (scores, corpus) = metric.compute([SOURCE], [SUMMARY], [[]])["consistency/summacconv"]
     assert scores == [pytest.approx(expected, abs=1e-6)] and corpus == pytest.approx(expected, abs=1e-6)
+
+
+def test_the_declared_nli_model_names_are_the_models_summac_knows():
+    assert set(get_args(NLIModelName)) == set(NLI_MODELS)
