@@ -68,6 +68,15 @@ def _check_alg(alg: AlgConfig, problems: list[Problem]) -> None:
         policy_args.model_validate(alg.policy.args)
     except ValidationError as exc:
         problems.extend(problems_from(exc, "alg.policy.args"))
+    compiled = alg.policy.args.get("compile_sampler") is True
+    if compiled and plugins.policy_model_type(alg.policy.id) == "seq2seq":
+        problems.append(
+            Problem(
+                "compile_sampler serves causal LMs; this policy is seq2seq",
+                "alg.policy.args.compile_sampler",
+                "remove compile_sampler (or set it to false) for a seq2seq policy",
+            )
+        )
     if hparams.masked_sampling and not policy_args.maskable:
         problems.append(
             Problem(

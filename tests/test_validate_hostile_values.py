@@ -318,3 +318,26 @@ def test_a_seed_numpy_cannot_take_is_refused_under_its_index(tmp_path, capsys):
     code, err = _validate(path, [], capsys)
     assert code == 2 and "seeds.1: seed 4294967296 is outside 0 to 2**32 - 1" in err
     assert "seeds.2: seed -1 is outside" in err and "fix: give a seed from 0 to 4294967295" in err
+
+
+@pytest.mark.parametrize(
+    ("policy", "generation_kwargs"),
+    [
+        ("seq2seq_lm_actor_critic_policy", {"do_sample": True}),
+        ("causal_lm_actor_critic_policy", {"do_sample": True, "num_beams": 2}),
+        ("causal_lm_actor_critic_policy", {}),
+    ],
+)
+def test_a_compiled_sampler_it_cannot_serve_is_refused_at_validate(
+    policy, generation_kwargs, tmp_path, capsys
+):
+    """The rollout collector refuses these when the run sets up; validate refuses them first."""
+    config = yaml.safe_load(yaml.safe_dump(BASE))
+    config["alg"]["policy"] = {
+        "id": policy,
+        "args": {"compile_sampler": True, "generation_kwargs": generation_kwargs},
+    }
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    code, err = _validate(path, [], capsys)
+    assert code == 2 and "alg.policy.args.compile_sampler:" in err and "\n  fix: " in err, err

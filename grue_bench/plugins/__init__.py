@@ -28,6 +28,12 @@ POLICIES: Registry = Registry(
     },
 )
 
+
+def policy_model_type(policy_id: str) -> str:
+    """causal or seq2seq: the kind of LM a policy id is for (RL4LMs's ids say it)."""
+    return "seq2seq" if "seq2seq" in policy_id else "causal"
+
+
 DATAPOOLS: Registry = Registry(
     "datapools",
     {

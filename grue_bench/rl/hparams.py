@@ -35,6 +35,13 @@ class PostProcessorRef(Strict):
     id: str
 
 
+SAMPLED_SETTINGS = frozenset(
+    {"do_sample", "temperature", "top_k", "top_p", "min_length", "min_new_tokens", "max_new_tokens"}
+)
+"""The generation settings GRUE Bench's own sampler implements (with ``do_sample`` true); others
+(beams, penalties) go to ``generate()``."""
+
+
 class GenerationKwargs(Strict):
     """Keyword arguments for ``generate()`` (the common Hugging Face ones; unknown keys are errors)."""
 
@@ -359,6 +366,22 @@ class PolicyArgs(Strict):
     """Compile the rollout sampler's decode step with ``torch.compile`` over a static KV cache
     (causal LMs): about twice as fast per step on the benchmark's model, after a one-off
     compilation per rollout batch size (24 s on CPU here, ~5 s with Inductor's cache warm)."""
+
+    @model_validator(mode="after")
+    def _compiled_sampling_only(self) -> PolicyArgs:
+        """The compiled decode step serves plain sampling; ``generate()`` would run the rest."""
+        kwargs = self.generation_kwargs.as_kwargs()
+        if self.compile_sampler and not (kwargs.get("do_sample") and set(kwargs) <= SAMPLED_SETTINGS):
+            raise ArgProblems(
+                Problem(
+                    "compile_sampler compiles the sampling loop, but these generation settings go to "
+                    "generate() (greedy or beam search, penalties, ...)",
+                    key="compile_sampler",
+                    fix=f"sample (do_sample: true, with {', '.join(sorted(SAMPLED_SETTINGS))} only) or "
+                    "set compile_sampler: false",
+                )
+            )
+        return self
 
 
 class MaskablePolicyArgs(PolicyArgs):

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from grue_bench.rl.compiled import CompiledDecoder
+from grue_bench.rl.hparams import SAMPLED_SETTINGS
 from grue_bench.rl.kv_cache import cache_keyword, returned_cache
 from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.policy import (
@@ -35,9 +36,7 @@ from grue_bench.rl.policy import (
     encoded_prompts,
 )
 
-SUPPORTED = frozenset(
-    {"do_sample", "temperature", "top_k", "top_p", "min_length", "min_new_tokens", "max_new_tokens"}
-)
+SUPPORTED = SAMPLED_SETTINGS
 """Generation settings this sampler implements (with ``do_sample`` true)."""
 
 _NEUTRAL = frozenset(

@@ -96,7 +96,7 @@ def build_reward(config: RunConfig):
 def model_type_of(config: RunConfig) -> str:
     """causal or seq2seq, from the policy id, the supervised keys or the task."""
     if config.alg.policy is not None:
-        return "seq2seq" if "seq2seq" in config.alg.policy.id else "causal"
+        return plugins.policy_model_type(config.alg.policy.id)
     if config.alg.model_type is not None:
         return config.alg.model_type
     return plugins.TASKS.get(config.task).model_type if config.task else "causal"
