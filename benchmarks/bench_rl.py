@@ -74,6 +74,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--torch-profile", type=Path, help="also write a torch.profiler table of the last iteration here"
     )
+    parser.add_argument(
+        "--stats-out",
+        type=Path,
+        help="also write every iteration's statistics here as JSON (did a change keep the numbers?)",
+    )
     return parser.parse_args()
 
 
@@ -184,6 +189,9 @@ def main() -> None:
     timing = Timing(args.torch_profile)
     Trainer(algorithm, pool, random.Random(args.seed), [timing]).fit(args.iters)
     seconds, stats = timing.seconds, timing.stats
+    if args.stats_out:
+        numbers = [{k: v for k, v in s.items() if not k.startswith("time/")} for s in stats]
+        args.stats_out.write_text(json.dumps(numbers, indent=1))
     trained = [p for p in algorithm.unwrapped.parameters() if p.requires_grad]
     updates = [s["time/update_s"] for s in stats]
     generation = [s["time/generation_s"] for s in stats]

@@ -111,15 +111,40 @@ def test_each_distinct_prompt_is_tokenized_once_and_cached_ids_are_the_tokenizer
 
 
 @pytest.mark.parametrize(("model_type", "side"), [("causal", "left"), ("seq2seq", "right")])
-def test_prompts_are_padded_to_max_prompt_length_as_rl4lms_pads_them(model_type, side):
+def test_prompts_are_padded_to_the_longest_one(model_type, side):
     tokenizer = word_tokenizer()
     texts = ["1 2 3 4 5", "the cat", "7"]
     ids, mask = encode_prompts(tokenizer, texts, SETTINGS, model_type, "cpu")
     tokenizer.padding_side = side
-    expected = tokenizer(
-        texts, padding="max_length", max_length=SETTINGS.max_prompt_length, return_tensors="pt"
-    )
+    expected = tokenizer(texts, padding="longest", return_tensors="pt")
+    assert ids.size(1) == 5 < SETTINGS.max_prompt_length
     assert torch.equal(ids, expected["input_ids"]) and torch.equal(mask, expected["attention_mask"])
+
+
+@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
+def test_padding_to_max_prompt_length_as_rl4lms_does_changes_no_number(model_type):
+    """RL4LMs pads every prompt to max_prompt_length; the extra columns are masked and positions
+    follow the mask, so the policy's log-probs, entropies and values are those of the narrower
+    batch (to float rounding)."""
+    tokenizer = word_tokenizer()
+    lm = tiny_causal(tokenizer) if model_type == "causal" else tiny_seq2seq(tokenizer)
+    policy = ActorCritic(lm.eval(), model_type)
+    torch.nn.init.normal_(policy.value_head.weight)
+    ids, mask = encode_prompts(tokenizer, ["1 2 3 4 5", "the cat", "7"], SETTINGS, model_type, "cpu")
+    response = torch.tensor([[4, 5, 6], [7, 8, 1], [9, 1, 0]])
+    narrow = TokenBatch(ids, mask, response, (response != 0).float())
+    extra = SETTINGS.max_prompt_length - ids.size(1)
+    pad = (extra, 0) if model_type == "causal" else (0, extra)
+    wide = TokenBatch(
+        torch.nn.functional.pad(ids, pad, value=tokenizer.pad_token_id),
+        torch.nn.functional.pad(mask, pad, value=0),
+        narrow.response_ids,
+        narrow.response_mask,
+    )
+    with torch.no_grad():
+        a, b = policy(narrow), policy(wide)
+    for name in ("logprobs", "entropy", "values"):
+        assert torch.allclose(getattr(a, name), getattr(b, name), rtol=1e-5, atol=1e-6), name
 
 
 def test_a_tokenizer_without_a_pad_token_is_named_with_the_key_that_gives_it_one():

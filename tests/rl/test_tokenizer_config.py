@@ -1,6 +1,6 @@
-"""RL4LMs's tokenizer keys and prompt shapes: ``build_tokenizer`` (pad = eos, sides), prompts
-padded to ``max_prompt_length`` (observation.py), a causal ``min_length`` counted in new tokens
-(causal_policy.py adds the padded prompt's width to it)."""
+"""RL4LMs's tokenizer keys and prompt shapes: ``build_tokenizer`` (pad = eos, sides), prompts cut
+to ``max_prompt_length`` (observation.py; padded here to the longest prompt only), a causal
+``min_length`` counted in new tokens (causal_policy.py adds the padded prompt's width to it)."""
 
 import pytest
 import torch
@@ -47,7 +47,7 @@ def test_a_run_loads_its_base_lm_with_the_configs_tokenizer_keys(monkeypatch):
 
 
 @pytest.mark.parametrize(("side", "kept"), [("left", [8, 9, 10]), ("right", [6, 7, 8])])
-def test_causal_prompts_are_cut_on_the_prompt_side_and_left_padded_to_max_prompt_length(side, kept):
+def test_causal_prompts_are_cut_on_the_prompt_side_and_left_padded(side, kept):
     tokenizer = word_tokenizer()
     tokenizer.truncation_side = "right"  # the config's side, restored after the prompts are cut
     settings = GenerationSettings(3, side, 4, True, {})
@@ -69,16 +69,14 @@ def _eos_loving_causal():
     return tokenizer, lm
 
 
-@pytest.mark.parametrize("max_prompt_length", [8, 16])
+@pytest.mark.parametrize("longest", ["the dog runs 4 5", "the dog runs 4 5 6 7 8 9 10 11"])
 @pytest.mark.parametrize("do_sample", [True, False], ids=["sampler", "generate"])
-def test_a_causal_min_length_holds_eos_back_for_that_many_new_tokens_whatever_the_padding(
-    do_sample, max_prompt_length
-):
+def test_a_causal_min_length_holds_eos_back_for_that_many_new_tokens_whatever_the_padding(do_sample, longest):
     """RL4LMs generates with min_length + the padded prompt's width: min_length 3 forbids EOS
-    for 3 new tokens, even though the padded prompt is already longer than 3."""
+    for 3 new tokens, even though the padded prompt (5 or 11 columns) is already longer than 3."""
     tokenizer, lm = _eos_loving_causal()
     kwargs = {"do_sample": do_sample, "min_length": 3}
-    settings = GenerationSettings(max_prompt_length, "left", 6, True, kwargs)
-    out = generate(lm, tokenizer, "causal", ["1 2", "the dog runs 4 5"], settings, "cpu")
+    settings = GenerationSettings(16, "left", 6, True, kwargs)
+    out = generate(lm, tokenizer, "causal", ["1 2", longest], settings, "cpu")
     first_eos = (out.tokens.response_ids == EOS).int().argmax(1)
     assert first_eos.tolist() == [3, 3]
