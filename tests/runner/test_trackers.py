@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import need_module
 
 from grue_bench.config import RunConfig
 from grue_bench.errors import GrueError
@@ -120,9 +121,9 @@ def assert_same(logged: dict, stored: dict, rel: float = 1e-12) -> None:
 
 @pytest.mark.slow
 def test_each_run_logs_the_stores_metrics_to_every_tracker(offline_trackers, run_grue):
-    pytest.importorskip("tensorboard")
-    pytest.importorskip("wandb")
-    MlflowClient = pytest.importorskip("mlflow").MlflowClient
+    need_module("tensorboard")
+    need_module("wandb")
+    MlflowClient = need_module("mlflow").MlflowClient
 
     tmp = offline_trackers
     sets = [f"--set={override}" for override in TINY]
@@ -219,7 +220,7 @@ def test_a_missing_import_when_a_run_opens_its_trackers_names_the_extra(tmp_path
 
 
 def test_a_failing_run_finishes_its_tracker_runs_as_failed(offline_trackers):
-    MlflowClient = pytest.importorskip("mlflow").MlflowClient
+    MlflowClient = need_module("mlflow").MlflowClient
 
     tmp = offline_trackers
     report_to = {"report_to": "mlflow,trackio"}
