@@ -21,9 +21,9 @@ def test_a_causal_lms_prompts_end_with_the_context_start_token():
     tokenizer = word_tokenizer()
     settings = GenerationSettings(3, "left", 4, True, {}, context_start_token=OPENER)
     ids, mask = encode_prompts(tokenizer, ["2 3", "7"], settings, "causal", "cpu")
-    assert ids.tolist() == [[0, 6, 7, OPENER], [0, 0, 11, OPENER]]
-    assert mask.tolist() == [[0, 1, 1, 1], [0, 0, 1, 1]]
-    assert settings.causal_prompt_width == 4
+    assert ids.tolist() == [[6, 7, OPENER], [0, 11, OPENER]]  # padded to the longest prompt
+    assert mask.tolist() == [[1, 1, 1], [0, 1, 1]]
+    assert settings.causal_prompt_width == 4  # the most a prompt can take: 3 tokens and the opener
 
 
 def test_a_causal_lm_generates_after_the_context_start_token_and_is_scored_so():
@@ -37,7 +37,7 @@ def test_a_causal_lm_generates_after_the_context_start_token_and_is_scored_so():
     plain = GenerationSettings(4, "left", 4, False, greedy)
     written = generate(lm, tokenizer, "causal", ["2 3 4"], plain, "cpu")
     assert tokenizer.convert_tokens_to_ids("4") == OPENER
-    assert out.tokens.prompt_ids.tolist() == written.tokens.prompt_ids.tolist() == [[0, 6, 7, OPENER]]
+    assert out.tokens.prompt_ids.tolist() == written.tokens.prompt_ids.tolist() == [[6, 7, OPENER]]
     assert out.tokens.response_ids.tolist() == written.tokens.response_ids.tolist()
     # the scoring pass reads the rollout's prompt ids, opener included
     policy = ActorCritic(lm, "causal")

@@ -249,7 +249,7 @@ def test_a_static_cache_too_small_for_prompt_and_response_is_refused_before_samp
 
     tokenizer, lm = _models("causal")
     ids, mask = encode_prompts(tokenizer, ["1 2 3 4 5"], _settings(), "causal", "cpu")
-    with pytest.raises(ValueError, match="8 prompt \\+ 6 new tokens do not fit a static cache of 10"):
+    with pytest.raises(ValueError, match="5 prompt \\+ 6 new tokens do not fit a static cache of 10"):
         sample(lm, "causal", ids, mask, {"do_sample": True}, 6, [1], 0, compiled=CompiledDecoder(lm, 10))
 
 
