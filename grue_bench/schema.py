@@ -186,7 +186,7 @@ def problems_from(error: ValidationError, prefix: str = "") -> list[Problem]:
 def args_model(target: Callable[..., Any], name: str, skip: tuple[str, ...] = ()) -> type[BaseModel]:
     """A strict model of the keyword arguments ``target`` (a class, function or bound method)
     accepts, leaving out the parameters named in ``skip`` (those the framework passes itself),
-    with the ``check_args`` of ``target``'s class run on the checked arguments."""
+    with the ``check_args`` declared beside that signature run on the checked arguments."""
     if isinstance(target, type) and issubclass(target, BaseModel):
         return target
     schema = getattr(target, "args_schema", None)
@@ -224,12 +224,12 @@ def _own_check(target: Callable[..., Any]) -> Callable[[Any], None] | None:
     """The ``check_args`` declared beside the signature that ``args_model`` reads: in the class that
     defines ``__init__`` (``target`` a class) or ``target`` (a bound method). A subclass that declares
     arguments of its own so inherits no check written for others."""
-    owner, name = (
-        (target, "__init__") if isinstance(target, type) else (getattr(target, "__self__", None), "")
-    )
+    if isinstance(target, type):
+        owner, name = target, "__init__"
+    else:
+        owner, name = getattr(target, "__self__", None), getattr(target, "__name__", "")
     if not isinstance(owner, type):
         return None
-    name = name or getattr(target, "__name__", "")
     definer = next((cls for cls in owner.__mro__ if name in cls.__dict__), None)
     return definer.check_args if definer and "check_args" in definer.__dict__ else None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
@@ -20,7 +20,8 @@ from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.pyrouge import LengthLimitType, PyRougeL
 from grue_bench.schema import ArgProblems, CommaTolerantBool, UnitInterval
 
-ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+RougeType = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]
+ROUGE_TYPES = get_args(RougeType)
 
 # nltk's punkt sentence model is not available offline, so a period/!/? followed by whitespace
 # ends a sentence (rougeLsum and METEOR's tokenizer need sentences).

@@ -22,7 +22,7 @@ _SKIPPED = {"datapools": ("split",)}
 
 def args_of(kind: str, id: str) -> type[BaseModel]:
     """The strict model of the arguments of the registered ``kind`` component ``id``."""
-    target = plugins.REGISTRIES[kind].get(id)
+    target = plugins.REGISTRIES[kind].get(id)  # an unknown id is an error here
     if kind == "post_processors":
         return Strict
     if kind == "datapools":

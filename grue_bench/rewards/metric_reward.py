@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, NonNegativeFloat, create_model
 
 from grue_bench import plugins
 from grue_bench.classifiers.judges import DEFAULT_ACT_JUDGE, ActJudge
 from grue_bench.errors import GrueError
+from grue_bench.metrics.lexical import RougeType
 from grue_bench.plugins.components import MetricId, ShapingRewardId, build, check_nested
 from grue_bench.rewards.base import RewardFunction
 from grue_bench.schema import args_model
@@ -84,7 +85,7 @@ class RougeReward(MetricReward):
 
     def __init__(
         self,
-        rouge_type: Literal["rouge1", "rouge2", "rougeL", "rougeLsum"] = "rouge1",
+        rouge_type: RougeType = "rouge1",
         use_stemmer: bool = True,
         shaping_fn: ShapingRewardId | None = None,
         use_single_ref: bool = True,
