@@ -108,21 +108,6 @@ def browser():
         opened.close()
 
 
-@pytest.fixture
-def fresh_dynamo():
-    """Drop what torch.compile compiled during the test, at its end.
-
-    Compiled graphs stay on the code object compiled, and transformers' forward wrapper is one
-    code object for every model: a graph left behind makes a later test's first compilation a
-    recompilation (an error under ``error_on_recompile``) and counts against the recompile limit,
-    past which torch silently runs the code uncompiled.
-    """
-    yield
-    import torch._dynamo
-
-    torch._dynamo.reset()
-
-
 @pytest.fixture(scope="session")
 def tiny_finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One finished two-iteration PPO run of increasing_numbers (in-process); returns its folder,

@@ -171,7 +171,27 @@ def test_sampler_log_probs_and_values_equal_a_scoring_pass_over_the_sampled_sequ
     assert (gen.logprobs[mask == 0] == 0).all()
 
 
-@pytest.mark.usefixtures("fresh_dynamo")
+@pytest.fixture
+def compiles():
+    """For a test that compiles: it starts with no compiled graph, and after it every graph it left
+    is dropped, which is then checked (a first compilation of another input shape, recompilations
+    refused), on whichever worker it ran.
+
+    Compiled graphs stay on the code object compiled, and transformers' forward wrapper is one code
+    object for every model: a graph left behind makes a later test's first compilation a
+    recompilation (an error under ``error_on_recompile``) and counts against the recompile limit,
+    past which torch silently runs the code uncompiled."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+    _, lm = _models("causal")
+    forward = torch.compile(lm.forward, backend="eager", dynamic=False)
+    with torch._dynamo.config.patch(error_on_recompile=True), torch.no_grad():
+        assert forward(input_ids=torch.tensor([[4, 5, 6]])).logits.shape == (1, 3, lm.config.vocab_size)
+    torch._dynamo.reset()
+
+
+@pytest.mark.usefixtures("compiles")
 def test_compiled_decoding_samples_what_the_eager_loop_samples_for_any_prompt_width():
     """One compiled graph (a static cache sized for the longest prompt) serves batches of any
     prompt width, and sees the weights as they are after an update: the same tokens, log-probs
@@ -221,7 +241,7 @@ def test_compile_sampler_refuses_what_it_would_not_compile_by_its_key(model_type
     assert "alg.policy.args.compile_sampler" in str(error.value)
 
 
-@pytest.mark.usefixtures("fresh_dynamo")
+@pytest.mark.usefixtures("compiles")
 def test_a_failed_compilation_names_the_setting_and_what_to_install():
     import torch._inductor.config as inductor
 
@@ -251,14 +271,3 @@ def test_a_static_cache_too_small_for_prompt_and_response_is_refused_before_samp
     ids, mask = encode_prompts(tokenizer, ["1 2 3 4 5"], _settings(), "causal", "cpu")
     with pytest.raises(ValueError, match="5 prompt \\+ 6 new tokens do not fit a static cache of 10"):
         sample(lm, "causal", ids, mask, {"do_sample": True}, 6, [1], 0, compiled=CompiledDecoder(lm, 10))
-
-
-@pytest.mark.usefixtures("fresh_dynamo")
-def test_no_compiled_graph_outlives_the_tests_above():
-    """Last in the file, so it runs after the compiling tests: with their graphs still cached,
-    this first compilation (another input shape) would be a recompilation, and fail."""
-    _, lm = _models("causal")
-    forward = torch.compile(lm.forward, backend="eager", dynamic=False)
-    with torch._dynamo.config.patch(error_on_recompile=True), torch.no_grad():
-        logits = forward(input_ids=torch.tensor([[4, 5, 6]])).logits
-    assert logits.shape == (1, 3, lm.config.vocab_size)
