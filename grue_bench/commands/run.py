@@ -14,8 +14,12 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grue_bench.commands import add_override_argument
+
+if TYPE_CHECKING:
+    from grue_bench.runner.grid import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
     # start-up time: `grue --help` imports every command module (cli.py)
     from grue_bench.errors import GrueError
     from grue_bench.runner.executor import GridExecutor
-    from grue_bench.runner.grid import build_specs, resolve_grid, resolve_seeds
     from grue_bench.runner.processes import check_launch, launched, relaunch, run_launched
     from grue_bench.runner.trackers import check_installed
     from grue_bench.store import Store
@@ -90,17 +93,7 @@ def run(args: argparse.Namespace) -> int:
             source="--num-processes",
             fix="e.g. --num-processes 2",
         )
-    overrides = [*args.overrides, *([f"report_to={args.report_to}"] if args.report_to is not None else [])]
-    tasks, algs = resolve_grid(args.task, args.alg, args.config, overrides)
-    specs = build_specs(
-        tasks,
-        algs,
-        resolve_seeds(args.seeds, args.seed_list),
-        args.profile,
-        args.config,
-        overrides,
-        offline=args.profile is not None,
-    )
+    specs = grid_specs(args)
     for spec in specs:
         check_installed(spec.config.report_to)
     if launched() or (args.num_processes or 1) > 1:
@@ -130,3 +123,22 @@ def run(args: argparse.Namespace) -> int:
     if report.failed:
         return 1
     return LEFT_TO_OTHERS if report.elsewhere else 0
+
+
+def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
+    """The runs ``grue run``'s arguments ask for: tasks x algorithm chains x seeds, each with its
+    resolved config."""
+    # start-up time: `grue --help` imports every command module (cli.py)
+    from grue_bench.runner.grid import build_specs, resolve_grid, resolve_seeds
+
+    overrides = [*args.overrides, *([f"report_to={args.report_to}"] if args.report_to is not None else [])]
+    tasks, algs = resolve_grid(args.task, args.alg, args.config, overrides)
+    return build_specs(
+        tasks,
+        algs,
+        resolve_seeds(args.seeds, args.seed_list),
+        args.profile,
+        args.config,
+        overrides,
+        offline=args.profile is not None,
+    )
