@@ -70,7 +70,6 @@ FREE_TEXT = {
     "wmt_id": "a WMT dataset on the hub",
     "source_language": "a language code of the WMT dataset",
     "target_language": "a language code of the WMT dataset",
-    "id": "a post-processor id: the run config's check looks it up in the registry",
 }
 """Text arguments that are not enums, and what they hold."""
 
@@ -144,7 +143,7 @@ def _table(owner: str, name: str, field: Any) -> list[tuple[Any, str, bool]]:
             f"{owner}: text argument '{name}' is neither an enum (Literal), a checked name, nor in FREE_TEXT"
         )
         values = [(5, "the wrong type", False)]
-        if name not in FREE_TEXT:
+        if _checked(field) or name in CHECKED_TEXT:
             values.append(("no-such-word", "an unknown name", False))
         return values
     return [("x", "the wrong type", False)]
