@@ -192,6 +192,7 @@ class OnPolicyAlgorithm:
         started = time.perf_counter()
         self.policy.train(not self.args.disable_dropout)
         train_stats = self.update(rollout)
+        self.optimizer.zero_grad()  # the last gradient is not carried through the next rollout
         update_s = time.perf_counter() - started
         kl_coef = self.kl.value
         if self.ref_lm is not None:

@@ -3,39 +3,46 @@
 The vocabulary-sized tensors are what an update's memory is made of (a [B, T, V] float tensor
 per temporary; V is 50k-150k for hub models). Autograd's ``log_softmax(logits).gather(a)``
 keeps the log-softmax for its backward pass, which then allocates two more (the gather's
-zero-filled gradient and the log-softmax gradient). ``LogProbAndEntropy`` keeps the logits and
-their log-normaliser, and its backward makes one:
+zero-filled gradient and the log-softmax gradient). ``LogProbAndEntropy`` keeps only the
+log-softmax, and its backward turns that buffer into the gradient, allocating none:
 
     d log p(a) / d logits = onehot(a) - softmax(logits)
 
-The entropy, a statistic unless an entropy bonus is trained, comes from the same forward pass.
+The entropy, a statistic unless an entropy bonus is trained, comes from the same forward pass, a
+few rows at a time (its ``p log p`` temporary is a slice, not another [B, T, V] tensor).
 """
 
 from __future__ import annotations
 
 import torch
 
+ENTROPY_CHUNK_ELEMENTS = 2**22
+"""Vocabulary entries per slice of the entropy's temporary (16 MiB in float32)."""
+
 
 class LogProbAndEntropy(torch.autograd.Function):
     """(log softmax(logits)[a], entropy) [B, T] for logits [B, T, V] and actions [B, T]; the
-    entropy is not differentiable."""
+    entropy is not differentiable. The backward pass consumes the saved log-softmax, so the
+    graph through it can be traversed once (a second pass, under ``retain_graph``, is refused by
+    autograd's check of saved tensors modified in place)."""
 
     @staticmethod
     def forward(ctx, logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         index = actions.unsqueeze(-1)
         logp = torch.log_softmax(logits, dim=-1)
-        chosen = logp.gather(-1, index)
-        log_normaliser = logits.gather(-1, index) - chosen
-        entropy = -logp.exp().mul_(logp).sum(-1)  # p * log p in the exp's buffer
-        ctx.save_for_backward(logits, log_normaliser, index)
+        chosen = logp.gather(-1, index).squeeze(-1)
+        rows = logp.view(-1, logp.size(-1))
+        step = max(1, ENTROPY_CHUNK_ELEMENTS // rows.size(1))
+        entropy = torch.cat([-part.exp().mul_(part).sum(-1) for part in rows.split(step)]).view_as(chosen)
+        ctx.save_for_backward(logp, index)
         ctx.mark_non_differentiable(entropy)
-        return chosen.squeeze(-1), entropy
+        return chosen, entropy
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor, _entropy_grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        logits, log_normaliser, index = ctx.saved_tensors
-        grad = grad.to(logits.dtype).unsqueeze(-1)
-        grad_logits = (logits - log_normaliser).exp_().mul_(-grad)  # -softmax * grad, in one buffer
+        logp, index = ctx.saved_tensors
+        grad = grad.to(logp.dtype).unsqueeze(-1)
+        grad_logits = logp.exp_().mul_(-grad)  # -softmax * grad, in the log-softmax's buffer
         return grad_logits.scatter_add_(-1, index, grad), None
 
 

@@ -35,11 +35,25 @@ def test_log_probs_entropy_and_gradient_equal_autograds(masked):
     assert not entropy.requires_grad  # a statistic
 
 
-def test_gradcheck_of_the_custom_backward():
+def test_the_custom_backward_matches_finite_differences():
+    # (gradcheck itself traverses one graph several times, which this backward refuses: below)
     torch.manual_seed(1)
-    logits = torch.randn(2, 3, 7, dtype=torch.float64, requires_grad=True)
+    logits = torch.randn(2, 3, 7, dtype=torch.float64)
     actions = torch.randint(0, 7, (2, 3))
-    assert torch.autograd.gradcheck(lambda x: LogProbAndEntropy.apply(x, actions)[0], (logits,))
+    weights = torch.randn(2, 3, dtype=torch.float64)
+
+    def objective(x: torch.Tensor) -> torch.Tensor:
+        return (LogProbAndEntropy.apply(x, actions)[0] * weights).sum()
+
+    leaf = logits.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(objective(leaf), leaf)
+    eps, numeric = 1e-6, torch.zeros_like(logits)
+    for i in range(logits.numel()):
+        step = torch.zeros_like(logits).view(-1)
+        step[i] = eps
+        step = step.view_as(logits)
+        numeric.view(-1)[i] = (objective(logits + step) - objective(logits - step)) / (2 * eps)
+    assert torch.allclose(grad, numeric, atol=1e-8)
 
 
 def test_an_entropy_bonus_gets_its_gradient_and_token_logprobs_match():
@@ -52,3 +66,21 @@ def test_an_entropy_bonus_gets_its_gradient_and_token_logprobs_match():
     (expected,) = torch.autograd.grad(_reference(logits, actions)[1].sum(), logits)
     assert torch.allclose(grad, expected, atol=1e-6)
     assert torch.allclose(token_logprobs(logits.detach(), actions), logprobs.detach())
+
+
+def test_the_entropy_in_slices_equals_the_whole_and_a_second_backward_is_refused(monkeypatch):
+    import grue_bench.rl.logprobs as logprobs_module
+
+    torch.manual_seed(3)
+    logits = (2 * torch.randn(4, 5, 13)).requires_grad_()
+    actions = torch.randint(0, 13, (4, 5))
+    whole_logprobs, whole_entropy = LogProbAndEntropy.apply(logits, actions)
+    monkeypatch.setattr(logprobs_module, "ENTROPY_CHUNK_ELEMENTS", 3 * 13)  # 3 rows a slice, 7 slices
+    logprobs, entropy = LogProbAndEntropy.apply(logits, actions)
+    assert torch.equal(entropy, whole_entropy) and torch.equal(logprobs, whole_logprobs)
+    assert torch.allclose(entropy, _reference(logits.detach(), actions)[1], atol=1e-5)
+
+    # the backward pass turns the saved log-softmax into the gradient: the graph serves once
+    logprobs.sum().backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        logprobs.sum().backward()

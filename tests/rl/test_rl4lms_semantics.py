@@ -201,6 +201,8 @@ def test_target_kl_stops_at_the_first_minibatch_past_one_and_a_half_times_it_bef
     algorithm.step(POOL, random.Random(0))
     assert taken == [1]
     assert len(steps) == 2 and steps[0]["train/approx_kl"] < 1e-9 < steps[1]["train/approx_kl"]
+    # the stopping minibatch's gradient, never applied, is not kept through the next rollout
+    assert all(p.grad is None for p in algorithm.unwrapped.parameters())
 
 
 def test_supervised_steps_the_last_partial_gradient_accumulation_of_each_epoch():
