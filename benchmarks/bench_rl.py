@@ -149,7 +149,7 @@ def main() -> None:
 
         prompts = [s.prompt_or_input_text for s in TaskPool.prepare("train", task="imdb")][:512]
     reward = CallableReward(import_object(args.reward)) if args.reward else IncreasingNumbers(min_tokens=10)
-    hparams = plugins.ALGORITHMS.get(args.alg)
+    algorithm_cls = plugins.ALGORITHMS.get(args.alg)
     if args.alg in ("grpo", "rloo"):  # a rollout counted in episodes
         n_envs, n_steps, rollout_size = 1, args.batch_size, args.batch_size
     else:  # RL4LMs: n_envs x n_steps transitions, here batch-size episodes of new-tokens each
@@ -173,13 +173,12 @@ def main() -> None:
     if args.lora_r:
         lora = PeftSettings(r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0)
         lm = add_adapter(lm, "causal", lora, key="--lora-r")
-    algorithm_cls = import_object(hparams.implementation)
     extra = {"mask_args": MaskablePolicyArgs(min_tokens_to_keep=10)} if args.alg == "nlpo" else {}
     algorithm = algorithm_cls(
         ActorCritic(lm, "causal"),
         tokenizer,
         reward,
-        hparams(**common),
+        algorithm_cls.Args(**common),
         settings,
         kl_coeff=args.kl_coef,
         n_envs=n_envs,

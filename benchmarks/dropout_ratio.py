@@ -41,7 +41,6 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
     import torch
 
     from grue_bench import plugins
-    from grue_bench.registry import import_object
     from grue_bench.rewards.synthetic import IncreasingNumbers
     from grue_bench.rl.hparams import MaskablePolicyArgs
     from grue_bench.rl.policy import ActorCritic
@@ -56,14 +55,14 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
         n_envs = args.episodes
         hparams = {"n_steps": args.new_tokens, "batch_size": args.episodes * args.new_tokens // 2}
     hparams.update(learning_rate=0.0, disable_dropout=disable_dropout)
-    args_cls = plugins.ALGORITHMS.get(alg)
+    algorithm_cls = plugins.ALGORITHMS.get(alg)
     settings = GenerationSettings(64, "left", args.new_tokens, False, {"do_sample": True, "top_k": 0})
     extra = {"mask_args": MaskablePolicyArgs(min_tokens_to_keep=10)} if alg == "nlpo" else {}
-    algorithm = import_object(args_cls.implementation)(
+    algorithm = algorithm_cls(
         ActorCritic(lm, "causal"),
         tokenizer,
         IncreasingNumbers(min_tokens=10),
-        args_cls(**hparams),
+        algorithm_cls.Args(**hparams),
         settings,
         kl_coeff=0.05,
         n_envs=n_envs,

@@ -38,7 +38,7 @@ def _check_alg(alg: AlgConfig, problems: list[Problem]) -> None:
     if alg.id not in plugins.ALGORITHMS:
         problems.extend(plugins.ALGORITHMS.unknown(alg.id, key="alg.id").problems)
         return
-    hparams = plugins.ALGORITHMS.get(alg.id)
+    hparams = plugins.ALGORITHMS.get(alg.id).Args
     if hparams.needs_policy:
         try:
             hparams.model_validate(alg.args)
@@ -69,7 +69,7 @@ def _check_alg(alg: AlgConfig, problems: list[Problem]) -> None:
     except ValidationError as exc:
         problems.extend(problems_from(exc, "alg.policy.args"))
     compiled = alg.policy.args.get("compile_sampler") is True
-    if compiled and plugins.policy_model_type(alg.policy.id) == "seq2seq":
+    if compiled and policy_args.model_type == "seq2seq":
         problems.append(
             Problem(
                 "compile_sampler serves causal LMs; this policy is seq2seq",
@@ -229,7 +229,7 @@ def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
     partial = dict(spec.profiles[profile])
     per_alg = partial.pop("algs", {}) or {}
     shared_alg = partial.pop("alg", {}) or {}
-    hparams = plugins.ALGORITHMS.get(alg_id)
+    hparams = plugins.ALGORITHMS.get(alg_id).Args
     if hparams.needs_policy:
         alg = deep_merge(shared_alg, per_alg.get(alg_id, {}))
         kind = "maskable_" if hparams.masked_sampling else ""

@@ -179,7 +179,7 @@ def _placed(kind: str, id: str) -> tuple[dict[str, Any], str]:
             config["alg"] = {"id": id, "model_type": "causal", "training_args": {}}
             return config, "alg.training_args"
         config["alg"]["id"] = id
-        if plugins.ALGORITHMS.get(id).masked_sampling:
+        if plugins.ALGORITHMS.get(id).Args.masked_sampling:
             config["alg"]["policy"]["id"] = "maskable_causal_lm_actor_critic_policy"
         return config, "alg.args"
     if kind == "post_processors":
@@ -204,6 +204,8 @@ def _validate(path: Path, overrides: list[str], capsys: pytest.CaptureFixture) -
 def _construct(kind: str, id: str, args: dict[str, Any]) -> None:
     """Build component ``id`` directly (not through the check) with ``args``."""
     target = plugins.REGISTRIES[kind].get(id)
+    if kind == "algorithms":  # an algorithm's arguments are its Args model's
+        target = target.Args
     if kind == "datapools":
         target.prepare("validation", **args)
     elif isinstance(target, type) and issubclass(target, BaseModel):

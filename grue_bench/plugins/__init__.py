@@ -8,30 +8,25 @@ from grue_bench.tasks import TaskSpec, discover_tasks, load_task
 ALGORITHMS: Registry = Registry(
     "algorithms",
     {
-        "ppo": "grue_bench.rl.hparams:PPOArgs",
-        "nlpo": "grue_bench.rl.hparams:NLPOArgs",
-        "a2c": "grue_bench.rl.hparams:A2CArgs",
-        "trpo": "grue_bench.rl.hparams:TRPOArgs",
-        "grpo": "grue_bench.rl.hparams:GRPOArgs",
-        "rloo": "grue_bench.rl.hparams:RLOOArgs",
-        "supervised": "grue_bench.rl.hparams:SupervisedArgs",
+        "ppo": "grue_bench.rl.ppo:PPO",
+        "nlpo": "grue_bench.rl.nlpo:NLPO",
+        "a2c": "grue_bench.rl.a2c:A2C",
+        "trpo": "grue_bench.rl.trpo:TRPO",
+        "grpo": "grue_bench.rl.grpo:GRPO",
+        "rloo": "grue_bench.rl.rloo:RLOO",
+        "supervised": "grue_bench.rl.supervised:Supervised",
     },
 )
 
 POLICIES: Registry = Registry(
     "policies",
     {
-        "causal_lm_actor_critic_policy": "grue_bench.rl.hparams:PolicyArgs",
-        "seq2seq_lm_actor_critic_policy": "grue_bench.rl.hparams:PolicyArgs",
-        "maskable_causal_lm_actor_critic_policy": "grue_bench.rl.hparams:MaskablePolicyArgs",
-        "maskable_seq2seq_lm_actor_critic_policy": "grue_bench.rl.hparams:MaskablePolicyArgs",
+        "causal_lm_actor_critic_policy": "grue_bench.rl.hparams:CausalPolicyArgs",
+        "seq2seq_lm_actor_critic_policy": "grue_bench.rl.hparams:Seq2SeqPolicyArgs",
+        "maskable_causal_lm_actor_critic_policy": "grue_bench.rl.hparams:MaskableCausalPolicyArgs",
+        "maskable_seq2seq_lm_actor_critic_policy": "grue_bench.rl.hparams:MaskableSeq2SeqPolicyArgs",
     },
 )
-
-
-def policy_model_type(policy_id: str) -> str:
-    """causal or seq2seq: the kind of LM a policy id is for (RL4LMs's ids say it)."""
-    return "seq2seq" if "seq2seq" in policy_id else "causal"
 
 
 DATAPOOLS: Registry = Registry(

@@ -27,6 +27,8 @@ def args_of(kind: str, id: str) -> type[BaseModel]:
         return Strict
     if kind == "datapools":
         target = target.prepare
+    if kind == "algorithms":
+        return target.Args
     return args_model(target, id, _SKIPPED.get(kind, ()))
 
 

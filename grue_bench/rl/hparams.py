@@ -2,7 +2,7 @@
 
 These are light (no torch) so that configs validate fast. Field names follow RL4LMs's
 ``alg.args`` / ``alg.policy.args`` (themselves from stable-baselines3), so RL4LMs YAML files
-load unchanged. Each algorithm's model names the class that implements it in ``implementation``.
+load unchanged. The registry maps an algorithm id to its class, which carries these as ``Args``.
 """
 
 from __future__ import annotations
@@ -73,7 +73,6 @@ class GenerationKwargs(Strict):
 class AlgArgs(Strict):
     """Arguments shared by every on-policy algorithm."""
 
-    implementation: ClassVar[str]
     needs_policy: ClassVar[bool] = True
     masked_sampling: ClassVar[bool] = False
 
@@ -116,7 +115,6 @@ class AlgArgs(Strict):
 class PPOArgs(AlgArgs):
     """Proximal Policy Optimization."""
 
-    implementation: ClassVar[str] = "grue_bench.rl.ppo:PPO"
 
     clip_range: PositiveFloat = 0.2
     """Policy ratio clipping."""
@@ -127,7 +125,6 @@ class PPOArgs(AlgArgs):
 class NLPOArgs(PPOArgs):
     """Natural Language Policy Optimization: PPO with a top-p masking policy."""
 
-    implementation: ClassVar[str] = "grue_bench.rl.nlpo:NLPO"
     masked_sampling: ClassVar[bool] = True
 
 
@@ -159,7 +156,6 @@ class GroupArgs(PPOArgs):
 class GRPOArgs(GroupArgs):
     """Group Relative Policy Optimization (Shao et al. 2024)."""
 
-    implementation: ClassVar[str] = "grue_bench.rl.grpo:GRPO"
 
     scale_rewards: bool = True
     """Divide each group's centred rewards by the group's standard deviation."""
@@ -168,13 +164,11 @@ class GRPOArgs(GroupArgs):
 class RLOOArgs(GroupArgs):
     """REINFORCE Leave-One-Out (Ahmadian et al. 2024)."""
 
-    implementation: ClassVar[str] = "grue_bench.rl.rloo:RLOO"
 
 
 class A2CArgs(AlgArgs):
     """Advantage actor-critic: one unclipped update per rollout."""
 
-    implementation: ClassVar[str] = "grue_bench.rl.a2c:A2C"
 
     n_epochs: PositiveInt = 1
     normalize_advantage: bool = False
@@ -194,7 +188,6 @@ class A2CArgs(AlgArgs):
 class TRPOArgs(AlgArgs):
     """Trust Region Policy Optimization."""
 
-    implementation: ClassVar[str] = "grue_bench.rl.trpo:TRPO"
 
     target_kl: PositiveFloat | None = 0.01
     """KL limit of the natural-gradient step."""
@@ -306,7 +299,6 @@ def peft_config_class(peft_type: str) -> type:
 class SupervisedArgs(Strict):
     """Teacher-forced cross-entropy on the references (RL4LMs's ``training_args``)."""
 
-    implementation: ClassVar[str] = "grue_bench.rl.supervised:Supervised"
     needs_policy: ClassVar[bool] = False
 
     per_device_train_batch_size: PositiveInt = 16
@@ -329,8 +321,9 @@ class SupervisedArgs(Strict):
 
 
 class PolicyArgs(Strict):
-    """Actor-critic LM policy (RL4LMs's ``alg.policy.args``)."""
+    """Actor-critic LM policy (RL4LMs's ``alg.policy.args``); registered per model type, below."""
 
+    model_type: ClassVar[Literal["causal", "seq2seq"]]
     maskable: ClassVar[bool] = False
 
     model_name: str | None = None
@@ -396,3 +389,27 @@ class MaskablePolicyArgs(PolicyArgs):
     """Refresh the masking model from the policy every this many iterations."""
     min_tokens_to_keep: PositiveInt = 100
     """Never mask below this many tokens."""
+
+
+class CausalPolicyArgs(PolicyArgs):
+    """A causal LM with a value head (RL4LMs's ``causal_lm_actor_critic_policy``)."""
+
+    model_type: ClassVar[Literal["causal", "seq2seq"]] = "causal"
+
+
+class Seq2SeqPolicyArgs(PolicyArgs):
+    """An encoder-decoder LM with a value head (RL4LMs's ``seq2seq_lm_actor_critic_policy``)."""
+
+    model_type: ClassVar[Literal["causal", "seq2seq"]] = "seq2seq"
+
+
+class MaskableCausalPolicyArgs(MaskablePolicyArgs):
+    """RL4LMs's ``maskable_causal_lm_actor_critic_policy``."""
+
+    model_type: ClassVar[Literal["causal", "seq2seq"]] = "causal"
+
+
+class MaskableSeq2SeqPolicyArgs(MaskablePolicyArgs):
+    """RL4LMs's ``maskable_seq2seq_lm_actor_critic_policy``."""
+
+    model_type: ClassVar[Literal["causal", "seq2seq"]] = "seq2seq"

@@ -27,7 +27,6 @@ from grue_bench.data import Sample, TextGenPool
 from grue_bench.datapools import TaskPool, task_corpus
 from grue_bench.models import BaseLM, load_base_lm
 from grue_bench.plugins.components import build, checked_args
-from grue_bench.registry import import_object
 from grue_bench.rl.adapters import add_adapter, merged
 from grue_bench.rl.hparams import PeftSettings, SupervisedArgs
 from grue_bench.rl.policy import ActorCritic
@@ -96,7 +95,7 @@ def build_reward(config: RunConfig):
 def model_type_of(config: RunConfig) -> str:
     """causal or seq2seq, from the policy id, the supervised keys or the task."""
     if config.alg.policy is not None:
-        return plugins.policy_model_type(config.alg.policy.id)
+        return plugins.POLICIES.get(config.alg.policy.id).model_type
     if config.alg.model_type is not None:
         return config.alg.model_type
     return plugins.TASKS.get(config.task).model_type if config.task else "causal"
@@ -142,15 +141,14 @@ def make_rl_algorithm(
     config: RunConfig, lm, tokenizer, model_type: str, reward_fn, accelerator=None, seed: int = 0
 ):
     """The configured on-policy algorithm around ``lm``; ``seed`` orders its minibatches."""
-    hparams_cls = plugins.ALGORITHMS.get(config.alg.id)
-    hparams = hparams_cls.model_validate(config.alg.args)
+    algorithm_cls = plugins.ALGORITHMS.get(config.alg.id)
+    hparams = algorithm_cls.Args.model_validate(config.alg.args)
     policy_args = plugins.POLICIES.get(config.alg.policy.id).model_validate(config.alg.policy.args)
     if policy_args.peft is not None:
         lm = add_adapter(lm, model_type, policy_args.peft, key="alg.policy.args.peft")
     policy = ActorCritic(lm, model_type, critic=policy_args.critic)
     kl = config.alg.kl_div
-    extra = {"mask_args": policy_args} if hparams_cls.masked_sampling else {}
-    algorithm_cls = import_object(hparams_cls.implementation)
+    extra = {"mask_args": policy_args} if hparams.masked_sampling else {}
     algorithm = algorithm_cls(
         policy,
         tokenizer,
