@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import resource
 import statistics
 import time
 from pathlib import Path
+
+from make_workload import rl_config  # this folder's: scripts run from it or by path
 
 from grue_bench.rl.trainer import Callback, Trainer
 
@@ -116,15 +117,10 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from grue_bench import plugins
     from grue_bench.data import Sample
+    from grue_bench.models import BaseLM
     from grue_bench.registry import import_object
-    from grue_bench.rewards.synthetic import IncreasingNumbers
-    from grue_bench.rl.adapters import add_adapter
-    from grue_bench.rl.hparams import MaskablePolicyArgs, PeftSettings
-    from grue_bench.rl.policy import ActorCritic
-    from grue_bench.rl.rollout import GenerationSettings
-    from grue_bench.runner.assemble import set_seed
+    from grue_bench.runner.assemble import Run, set_seed
 
     set_seed(args.seed)
     if args.model:
@@ -142,14 +138,14 @@ def main() -> None:
             "causal", profile=args.profile, corpus=lambda: task_corpus("imdb"), corpus_id="imdb"
         )
         lm, tokenizer = base.model, base.tokenizer
+    name = str(args.model or args.profile)
     if args.prompts:
         prompts = [line.rstrip("\n") for line in args.prompts.read_text().splitlines() if line.strip()]
     else:
         from grue_bench.datapools import TaskPool
 
         prompts = [s.prompt_or_input_text for s in TaskPool.prepare("train", task="imdb")][:512]
-    reward = CallableReward(import_object(args.reward)) if args.reward else IncreasingNumbers(min_tokens=10)
-    algorithm_cls = plugins.ALGORITHMS.get(args.alg)
+    reward = CallableReward(import_object(args.reward)) if args.reward else None  # None: the config's
     if args.alg in ("grpo", "rloo"):  # a rollout counted in episodes
         n_envs, n_steps, rollout_size = 1, args.batch_size, args.batch_size
     else:  # RL4LMs: n_envs x n_steps transitions, here batch-size episodes of new-tokens each
@@ -162,31 +158,16 @@ def main() -> None:
         common["n_epochs"] = args.ppo_epochs
     if args.alg in ("grpo", "rloo"):
         common["group_size"] = args.group_size
-    settings = GenerationSettings(
-        max_prompt_length=64,
-        prompt_truncation_side="left",
-        max_new_tokens=args.new_tokens,
-        terminate_on_eos=False,
-        generation_kwargs={"do_sample": True, "top_k": 0, "min_new_tokens": args.new_tokens},
-        compile_sampler=args.compile,
-    )
+    policy = {"compile_sampler": args.compile}
     if args.lora_r:
-        lora = PeftSettings(r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0)
-        lm = add_adapter(lm, "causal", lora, key="--lora-r")
-    extra = {"mask_args": MaskablePolicyArgs(min_tokens_to_keep=10)} if args.alg == "nlpo" else {}
-    algorithm = algorithm_cls(
-        ActorCritic(lm, "causal"),
-        tokenizer,
-        reward,
-        algorithm_cls.Args(**common),
-        settings,
-        kl_coeff=args.kl_coef,
-        n_envs=n_envs,
-        **extra,
-    )
+        policy["peft"] = {"r": args.lora_r, "lora_alpha": 2 * args.lora_r, "lora_dropout": 0.0}
+    sampling = {"do_sample": True, "top_k": 0, "min_new_tokens": args.new_tokens}
+    config = rl_config(args.alg, common, n_envs, args.new_tokens, sampling, args.kl_coef, args.iters, policy)
     pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]
+    run = Run(config, args.seed, BaseLM(lm, tokenizer, "causal", name), {"train": pool})
+    algorithm = run.rl(lm, reward_fn=reward)
     timing = Timing(args.torch_profile)
-    Trainer(algorithm, pool, random.Random(args.seed), [timing]).fit(args.iters)
+    run.train(algorithm, [timing])
     seconds, stats = timing.seconds, timing.stats
     if args.stats_out:
         numbers = [{k: v for k, v in s.items() if not k.startswith("time/")} for s in stats]

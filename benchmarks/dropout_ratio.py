@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import random
 
-from make_workload import workload_gpt2  # this folder's: scripts run from it or by path
+from make_workload import rl_config, workload_gpt2  # this folder's: scripts run from it or by path
 
 ALGS = ("ppo", "nlpo", "grpo", "rloo", "trpo")
 ROW = "{:6} {:18} {:>14} {:>13} {:>13}"
@@ -40,12 +39,8 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
     """The largest approx_kl and clip fraction over all minibatches; TRPO: whether it stepped."""
     import torch
 
-    from grue_bench import plugins
-    from grue_bench.rewards.synthetic import IncreasingNumbers
-    from grue_bench.rl.hparams import MaskablePolicyArgs
-    from grue_bench.rl.policy import ActorCritic
-    from grue_bench.rl.rollout import GenerationSettings
-    from grue_bench.rl.trainer import Trainer
+    from grue_bench.models import BaseLM
+    from grue_bench.runner.assemble import Run
 
     torch.manual_seed(0)
     lm = workload_gpt2(tokenizer, args.layers, args.width, args.dropout)
@@ -55,25 +50,16 @@ def measure(alg: str, disable_dropout: bool, args, tokenizer, pool) -> dict[str,
         n_envs = args.episodes
         hparams = {"n_steps": args.new_tokens, "batch_size": args.episodes * args.new_tokens // 2}
     hparams.update(learning_rate=0.0, disable_dropout=disable_dropout)
-    algorithm_cls = plugins.ALGORITHMS.get(alg)
-    settings = GenerationSettings(64, "left", args.new_tokens, False, {"do_sample": True, "top_k": 0})
-    extra = {"mask_args": MaskablePolicyArgs(min_tokens_to_keep=10)} if alg == "nlpo" else {}
-    algorithm = algorithm_cls(
-        ActorCritic(lm, "causal"),
-        tokenizer,
-        IncreasingNumbers(min_tokens=10),
-        algorithm_cls.Args(**hparams),
-        settings,
-        kl_coeff=0.05,
-        n_envs=n_envs,
-        **extra,
-    )
+    sampling = {"do_sample": True, "top_k": 0}
+    config = rl_config(alg, hparams, n_envs, args.new_tokens, sampling, 0.05, args.iters)
+    run = Run(config, 0, BaseLM(lm, tokenizer, "causal", "gpt2-workload"), {"train": pool})
+    algorithm = run.rl(lm)
     seen: list[dict[str, float]] = []
     if alg != "trpo":
         accumulate = algorithm.accumulate_gradient
         algorithm.accumulate_gradient = lambda batch: seen.append(accumulate(batch)) or seen[-1]
     before = torch.nn.utils.parameters_to_vector(lm.parameters()).clone()
-    Trainer(algorithm, pool, random.Random(0)).fit(args.iters)
+    run.train(algorithm)
     if alg == "trpo":
         moved = not torch.equal(before, torch.nn.utils.parameters_to_vector(lm.parameters()))
         return {"trpo_stepped": float(moved)}

@@ -42,6 +42,49 @@ def workload_gpt2(tokenizer, layers: int, width: int, dropout: float = 0.0):
     return GPT2LMHeadModel(config)
 
 
+def rl_config(
+    alg: str,
+    alg_args: dict,
+    n_envs: int,
+    new_tokens: int,
+    generation_kwargs: dict,
+    kl_coef: float,
+    n_iters: int,
+    policy_args: dict | None = None,
+):
+    """The run config of a benchmark's RL workload: IMDB prompts (64 tokens, cut on the left), the
+    increasing-numbers reward, no early end of episodes; built as any run's (``runner.assemble``)."""
+    from grue_bench import plugins
+    from grue_bench.resolve import build_config
+
+    policy = {"generation_kwargs": generation_kwargs, **(policy_args or {})}
+    policy_id = "causal_lm_actor_critic_policy"
+    if plugins.ALGORITHMS.get(alg).Args.masked_sampling:  # NLPO
+        policy = {"min_tokens_to_keep": 10, **policy}
+        policy_id = f"maskable_{policy_id}"
+    data = {
+        "task": "imdb",  # its prompts and tiny model, unless the benchmark brings its own
+        "reward_fn": {"id": "increasing_numbers", "args": {"min_tokens": 10}},
+        "env": {
+            "n_envs": n_envs,
+            "args": {
+                "max_prompt_length": 64,
+                "prompt_truncation_side": "left",
+                "max_episode_length": new_tokens,
+                "terminate_on_eos": False,
+            },
+        },
+        "alg": {
+            "id": alg,
+            "args": alg_args,
+            "kl_div": {"coeff": kl_coef},
+            "policy": {"id": policy_id, "args": policy},
+        },
+        "train_evaluation": {"n_iters": n_iters},
+    }
+    return build_config(data, "the benchmark's workload")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench_workload"))

@@ -115,6 +115,11 @@ class OnPolicyAlgorithm:
         """The policy without its distributed wrapper (for generation and saving)."""
         return self.accelerator.unwrap_model(self.policy)
 
+    @property
+    def model(self):
+        """The policy's language model (unwrapped): what training returns and evaluation scores."""
+        return self.unwrapped.lm
+
     def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
         """AdamW over what trains (with an adapter: its weights and the value head)."""
         return adamw([p for p in policy.parameters() if p.requires_grad], self.args.learning_rate)

@@ -115,7 +115,6 @@ class AlgArgs(Strict):
 class PPOArgs(AlgArgs):
     """Proximal Policy Optimization."""
 
-
     clip_range: PositiveFloat = 0.2
     """Policy ratio clipping."""
     clip_range_vf: PositiveFloat | None = None
@@ -156,7 +155,6 @@ class GroupArgs(PPOArgs):
 class GRPOArgs(GroupArgs):
     """Group Relative Policy Optimization (Shao et al. 2024)."""
 
-
     scale_rewards: bool = True
     """Divide each group's centred rewards by the group's standard deviation."""
 
@@ -165,10 +163,8 @@ class RLOOArgs(GroupArgs):
     """REINFORCE Leave-One-Out (Ahmadian et al. 2024)."""
 
 
-
 class A2CArgs(AlgArgs):
     """Advantage actor-critic: one unclipped update per rollout."""
-
 
     n_epochs: PositiveInt = 1
     normalize_advantage: bool = False
@@ -187,7 +183,6 @@ class A2CArgs(AlgArgs):
 
 class TRPOArgs(AlgArgs):
     """Trust Region Policy Optimization."""
-
 
     target_kl: PositiveFloat | None = 0.01
     """KL limit of the natural-gradient step."""

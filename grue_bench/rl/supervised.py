@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -62,7 +62,11 @@ def encode_pairs(
 
 
 class Supervised:
-    """Fits a language model to the references of a data pool."""
+    """Fits a language model to the references of a data pool, stepped by ``Trainer`` as the RL
+    algorithms are: one ``step`` is a logging period of ``logging_steps`` optimizer steps (RL4LMs
+    logs and evaluates at their multiples, HF Trainer's ``logging_steps``), ``iteration`` counts
+    optimizer steps, and ``n_steps(pool)`` is the ``n_iters`` of a whole fit. The batches' order
+    is drawn from ``seed`` (one shuffle per epoch), not from the trainer's prompt RNG."""
 
     Args = SupervisedArgs
 
@@ -76,6 +80,7 @@ class Supervised:
         max_target_length: int,
         truncation_side: str = "left",
         accelerator: Any = None,
+        seed: int = 0,
     ) -> None:
         from accelerate import Accelerator
 
@@ -85,10 +90,21 @@ class Supervised:
         self.max_prompt_length = max_prompt_length
         self.max_target_length = max_target_length
         self.truncation_side = truncation_side
+        self.seed = seed
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
         trained = [p for p in lm.parameters() if p.requires_grad]  # with an adapter, its weights
         optimizer = torch.optim.AdamW(trained, lr=args.learning_rate, weight_decay=args.weight_decay)
         self.lm, self.optimizer = self.accelerator.prepare(lm, optimizer)
+        self.iteration = 0
+        """Optimizer steps taken."""
+        self.losses: list[float] = []
+        """The training loss of every batch so far."""
+        self._fitting: Iterator[None] | None = None
+
+    @property
+    def model(self):
+        """The trained language model (unwrapped)."""
+        return self.accelerator.unwrap_model(self.lm)
 
     def _batches(self, samples: Sequence[Sample], shuffle: bool, seed: int) -> list[dict[str, torch.Tensor]]:
         pairs = [(s.prompt_or_input_text, ref) for s in samples for ref in s.references]
@@ -107,6 +123,21 @@ class Supervised:
             for i in range(0, len(pairs), size)
         ]
 
+    def _batch_count(self, samples: Sequence[Sample]) -> int:
+        """Batches per epoch."""
+        pairs = sum(len(sample.references) for sample in samples)
+        return math.ceil(pairs / self.args.per_device_train_batch_size)
+
+    def n_steps(self, samples: Sequence[Sample]) -> int:
+        """The optimizer steps of a fit on ``samples``: each epoch's batches (the last epoch's
+        share of a fractional ``num_train_epochs``) in accumulations, its last one partial."""
+        per_epoch, accumulation = self._batch_count(samples), self.args.gradient_accumulation_steps
+        left, steps = math.ceil(per_epoch * self.args.num_train_epochs), 0
+        while left > 0:
+            steps += math.ceil(min(per_epoch, left) / accumulation)
+            left -= per_epoch
+        return steps
+
     def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
         if self.model_type == "causal":
@@ -121,17 +152,27 @@ class Supervised:
         self.lm.train()
         return sum(losses) / len(losses)
 
-    def fit(
-        self, samples: Sequence[Sample], seed: int = 0, on_log: Callable[[int, float], None] | None = None
-    ) -> list[float]:
-        """Train for ``num_train_epochs``; returns the training loss of every step. Every
-        ``logging_steps`` optimizer steps the mean loss since the last report is logged and
-        handed to ``on_log(optimizer step, loss)`` (where RL4LMs evaluates on validation); the
-        optimizer steps taken are ``self.optimizer_steps``."""
+    def step(self, pool: Sequence[Sample], rng: random.Random) -> dict[str, float]:
+        """Optimizer steps on ``pool``'s references (the same pool at every call) up to the next
+        multiple of ``logging_steps`` or the fit's end; returns the mean loss of their batches as
+        ``train/loss`` at a multiple (a last, shorter period is not reported, as in HF Trainer)."""
+        if self._fitting is None:
+            self._fitting = self._fit(pool)
+        self.lm.train()
+        first = len(self.losses)
+        for _ in self._fitting:
+            if self.iteration % self.args.logging_steps == 0:
+                mean = sum(self.losses[first:]) / len(self.losses[first:])
+                log.info("supervised: optimizer step %d, loss %.4f", self.iteration, mean)
+                return {"train/loss": mean}
+        return {}
+
+    def _fit(self, samples: Sequence[Sample]) -> Iterator[None]:
+        """The fit for ``num_train_epochs``, paused after each optimizer step."""
         from transformers import get_scheduler
 
         epochs = self.args.num_train_epochs
-        batches_per_epoch = len(self._batches(samples, shuffle=False, seed=0))
+        batches_per_epoch = self._batch_count(samples)
         total = max(1, math.ceil(batches_per_epoch * epochs / self.args.gradient_accumulation_steps))
         scheduler = get_scheduler(
             self.args.lr_scheduler_type,
@@ -139,41 +180,25 @@ class Supervised:
             num_warmup_steps=self.args.warmup_steps,
             num_training_steps=total,
         )
-        losses: list[float] = []
-        self.optimizer_steps, reported, reported_at = 0, 0, 0
-        self.lm.train()
         steps_left = math.ceil(batches_per_epoch * epochs)
         with tqdm(total=steps_left, desc="supervised", unit="batch", leave=False) as bar:
             for epoch in range(math.ceil(epochs)):
-                for number, batch in enumerate(self._batches(samples, shuffle=True, seed=seed + epoch)):
+                for number, batch in enumerate(self._batches(samples, shuffle=True, seed=self.seed + epoch)):
                     if steps_left == 0:
                         break
                     loss = self._loss(batch) / self.args.gradient_accumulation_steps
                     self.accelerator.backward(loss)
+                    self.losses.append(float(loss.detach()) * self.args.gradient_accumulation_steps)
+                    steps_left -= 1
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{self.losses[-1]:.3f}")
                     # the epoch's last, partial accumulation is stepped too (Hugging Face
                     # Trainer's rule): no gradient is dropped or carried into the next epoch
-                    last = number + 1 == batches_per_epoch or steps_left == 1
+                    last = number + 1 == batches_per_epoch or steps_left == 0
                     if (number + 1) % self.args.gradient_accumulation_steps == 0 or last:
                         self.accelerator.clip_grad_norm_(self.lm.parameters(), self.args.max_grad_norm)
                         self.optimizer.step()
                         scheduler.step()
                         self.optimizer.zero_grad()
-                        self.optimizer_steps += 1
-                    losses.append(float(loss.detach()) * self.args.gradient_accumulation_steps)
-                    stepped = self.optimizer_steps
-                    if stepped % self.args.logging_steps == 0 and stepped > reported:
-                        mean = sum(losses[reported_at:]) / len(losses[reported_at:])
-                        reported, reported_at = stepped, len(losses)
-                        log.info("supervised: optimizer step %d, loss %.4f", stepped, mean)
-                        if on_log is not None:
-                            on_log(stepped, mean)
-                    steps_left -= 1
-                    bar.update(1)
-                    bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        log.info("supervised: %d steps, final loss %.4f", len(losses), losses[-1] if losses else float("nan"))
-        return losses
-
-    @property
-    def model(self):
-        """The trained language model (unwrapped)."""
-        return self.accelerator.unwrap_model(self.lm)
+                        self.iteration += 1
+                        yield

@@ -1,7 +1,8 @@
-"""The one RL training loop: ``Trainer(algorithm, pool, rng, callbacks).fit(n_iters)``.
+"""The one training loop: ``Trainer(algorithm, pool, rng, callbacks).fit(n_iters)``.
 
-The loop steps the algorithm (one rollout and its update per iteration) and stops on non-finite
-statistics for every caller. What a caller does around it, recording, evaluating, checkpointing,
+The loop steps the algorithm (an RL algorithm's iteration is one rollout and its update; the
+supervised stage's, ``logging_steps`` optimizer steps) and stops on non-finite statistics for
+every caller. What a caller does around it, recording, evaluating, checkpointing,
 resuming, timing, it does in callbacks, called in list order at four points::
 
     on_train_start(trainer)
@@ -18,9 +19,26 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from grue_bench.data import Sample
+
+
+class Algorithm(Protocol):
+    """What ``Trainer`` steps: the RL algorithms (``rl.algorithm.OnPolicyAlgorithm``) and the
+    supervised stage (``rl.supervised.Supervised``)."""
+
+    iteration: int
+    """Iterations done, those before a resume included."""
+    accelerator: Any
+    """The ``accelerate.Accelerator`` it trains under (its process index and count)."""
+
+    @property
+    def model(self) -> Any:
+        """The language model being trained, unwrapped from any distributed wrapper."""
+
+    def step(self, pool: Sequence[Sample], rng: random.Random) -> dict[str, float]:
+        """One iteration on ``pool`` (prompts drawn with ``rng``); returns its statistics."""
 
 
 class Diverged(Exception):
@@ -55,7 +73,11 @@ class Trainer:
     """Steps ``algorithm`` on prompts drawn from ``pool`` with ``rng`` until ``n_iters``."""
 
     def __init__(
-        self, algorithm: Any, pool: Sequence[Sample], rng: random.Random, callbacks: Sequence[Callback] = ()
+        self,
+        algorithm: Algorithm,
+        pool: Sequence[Sample],
+        rng: random.Random,
+        callbacks: Sequence[Callback] = (),
     ) -> None:
         self.algorithm = algorithm
         self.pool = pool
@@ -86,4 +108,4 @@ class Trainer:
                 break
         for callback in self.callbacks:
             callback.on_train_end(self)
-        return self.algorithm.unwrapped.lm
+        return self.algorithm.model

@@ -1,5 +1,9 @@
-"""Assemble a training run from a config: seed, data pools, base LM, reward, algorithm, and the
-supervised warm start. ``train`` is the Python API behind ``grue run``::
+"""Build a run from its config: ``build_run(config, seed)`` seeds everything and loads the base LM
+and the data pools; the ``Run`` it returns builds the stages that train (the supervised stage, the
+RL algorithm with its policy, reward and generation settings) and trains them in the one loop,
+``rl.trainer.Trainer``. ``grue run`` (``runner/run.py``, which adds the recording and evaluating
+callbacks and the warm start's cache), the Python API ``train`` and the benchmarks all build
+here::
 
     from grue_bench.resolve import load_config
     from grue_bench.runner.assemble import train
@@ -16,6 +20,7 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy
@@ -28,11 +33,12 @@ from grue_bench.datapools import TaskPool, task_corpus
 from grue_bench.models import BaseLM, load_base_lm
 from grue_bench.plugins.components import build, checked_args
 from grue_bench.rl.adapters import add_adapter, merged
+from grue_bench.rl.algorithm import OnPolicyAlgorithm
 from grue_bench.rl.hparams import PeftSettings, SupervisedArgs
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.supervised import Supervised
-from grue_bench.rl.trainer import Callback, Trainer
-from grue_bench.runner.callbacks import AcrossProcesses
+from grue_bench.rl.trainer import Algorithm, Callback, Trainer
+from grue_bench.runner.callbacks import AcrossProcesses, Resume
 from grue_bench.runner.generation import generation_settings
 
 log = logging.getLogger(__name__)
@@ -52,19 +58,113 @@ class TrainResult:
 
 
 @dataclass
-class Assembly:
-    """A seeded run's base LM and its data pools, before any training."""
+class Run:
+    """A seeded run before training: its config, base LM and data pools. It builds the stages that
+    train and trains them; ``label`` names the run in logs."""
 
+    config: RunConfig
+    seed: int
     base: BaseLM
     pools: dict[str, list[Sample]]
+    accelerator: Any = None
+    label: str = ""
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.base.tokenizer
+
+    @property
+    def model_type(self) -> str:
+        return self.base.model_type
+
+    def stage(self, lm) -> Algorithm:
+        """The config's algorithm around ``lm``: the supervised stage of a supervised run, else RL."""
+        return self.supervised(lm) if self.config.alg.id == "supervised" else self.rl(lm)
+
+    def supervised(self, lm) -> Supervised:
+        """The supervised stage on ``lm``: a supervised run's settings, or a warm start's (those of
+        its task profile); with ``peft`` settings an adapter is added and fitted."""
+        args = supervised_args(self.config)
+        if args.peft is not None:
+            lm = add_adapter(lm, self.model_type, args.peft, key="alg.training_args.peft")
+        env = self.config.env.args
+        return Supervised(
+            lm,
+            self.tokenizer,
+            self.model_type,
+            args,
+            env.max_prompt_length,
+            env.max_episode_length,
+            env.prompt_truncation_side,
+            self.accelerator,
+            seed=self.seed,
+        )
+
+    def rl(self, lm, reward_fn: Any = None) -> OnPolicyAlgorithm:
+        """The configured on-policy algorithm around ``lm``, rewarded by the config's reward (or
+        ``reward_fn``); the run's seed orders its minibatches."""
+        config = self.config
+        reward_fn = reward_fn if reward_fn is not None else build_reward(config)  # before any weight is drawn
+        algorithm_cls = plugins.ALGORITHMS.get(config.alg.id)
+        hparams = algorithm_cls.Args.model_validate(config.alg.args)
+        policy_args = plugins.POLICIES.get(config.alg.policy.id).model_validate(config.alg.policy.args)
+        if policy_args.peft is not None:
+            lm = add_adapter(lm, self.model_type, policy_args.peft, key="alg.policy.args.peft")
+        policy = ActorCritic(lm, self.model_type, critic=policy_args.critic)
+        kl = config.alg.kl_div
+        extra = {"mask_args": policy_args} if hparams.masked_sampling else {}
+        algorithm = algorithm_cls(
+            policy,
+            self.tokenizer,
+            reward_fn,
+            hparams,
+            generation_settings(config),
+            kl_coeff=kl.coeff if kl else 0.0,
+            target_kl=kl.target_kl if kl else None,
+            kl_rate=kl.update_rate if kl else 0.1,
+            accelerator=self.accelerator,
+            seed=self.seed,
+            n_envs=config.env.n_envs,
+            **extra,
+        )
+        _say_how_to_use_the_gpus(policy_args.apply_model_parallel, algorithm.accelerator.num_processes)
+        return algorithm
+
+    def train(
+        self, stage: Algorithm, callbacks: Sequence[Callback] = (), resume_from: Path | None = None
+    ) -> Trainer:
+        """``stage`` trained on the train pool in the one loop, prompts drawn with the run's seed:
+        an RL algorithm for ``train_evaluation.n_iters`` iterations (from the checkpoint in
+        ``resume_from`` if given; each of a launch's processes on its own prompts), the supervised
+        stage for its whole fit. Returns the trainer (its ``history``, ``iteration``)."""
+        pool = self.pools["train"]
+        first = [Resume(resume_from, self.label)] if resume_from is not None else []
+        if stage.accelerator.num_processes > 1:
+            first.append(AcrossProcesses(self.seed, self.label))
+        trainer = Trainer(stage, pool, random.Random(self.seed), [*first, *callbacks])
+        if isinstance(stage, Supervised):
+            trainer.fit(stage.n_steps(pool))
+        else:
+            trainer.fit(self.config.train_evaluation.n_iters)
+        return trainer
+
+    def warm_started(self, lm) -> tuple[Any, Supervised]:
+        """``lm`` fitted by the supervised stage of a warm start, the adapter (if any) merged into
+        its weights (what RL starts from, and its reference); with the stage that fitted it."""
+        stage = self.supervised(lm)
+        self.train(stage)
+        return merged(stage.model), stage
 
 
-def assemble(config: RunConfig, seed: int, splits: Sequence[str] = SPLITS) -> Assembly:
+def build_run(
+    config: RunConfig, seed: int, splits: Sequence[str] = SPLITS, accelerator: Any = None, label: str = ""
+) -> Run:
     """Seed everything, then load the base LM and the ``splits``' pools, in that order (a run's
     random draws, and so its numbers, depend on it)."""
     set_seed(seed)
     base = load_base(config)
-    return Assembly(base, {split: list(load_pool(config, split)) for split in splits})
+    pools = {split: list(load_pool(config, split)) for split in splits}
+    return Run(config, seed, base, pools, accelerator, label or f"seed {seed}")
 
 
 def set_seed(seed: int) -> None:
@@ -137,36 +237,6 @@ def load_base(config: RunConfig) -> BaseLM:
     return base
 
 
-def make_rl_algorithm(
-    config: RunConfig, lm, tokenizer, model_type: str, reward_fn, accelerator=None, seed: int = 0
-):
-    """The configured on-policy algorithm around ``lm``; ``seed`` orders its minibatches."""
-    algorithm_cls = plugins.ALGORITHMS.get(config.alg.id)
-    hparams = algorithm_cls.Args.model_validate(config.alg.args)
-    policy_args = plugins.POLICIES.get(config.alg.policy.id).model_validate(config.alg.policy.args)
-    if policy_args.peft is not None:
-        lm = add_adapter(lm, model_type, policy_args.peft, key="alg.policy.args.peft")
-    policy = ActorCritic(lm, model_type, critic=policy_args.critic)
-    kl = config.alg.kl_div
-    extra = {"mask_args": policy_args} if hparams.masked_sampling else {}
-    algorithm = algorithm_cls(
-        policy,
-        tokenizer,
-        reward_fn,
-        hparams,
-        generation_settings(config),
-        kl_coeff=kl.coeff if kl else 0.0,
-        target_kl=kl.target_kl if kl else None,
-        kl_rate=kl.update_rate if kl else 0.1,
-        accelerator=accelerator,
-        seed=seed,
-        n_envs=config.env.n_envs,
-        **extra,
-    )
-    _say_how_to_use_the_gpus(policy_args.apply_model_parallel, algorithm.accelerator.num_processes)
-    return algorithm
-
-
 def _say_how_to_use_the_gpus(apply_model_parallel: bool, processes: int) -> None:
     """RL4LMs's ``apply_model_parallel`` split a model over one process's GPUs; say what does now."""
     gpus = torch.cuda.device_count()
@@ -178,40 +248,6 @@ def _say_how_to_use_the_gpus(apply_model_parallel: bool, processes: int) -> None
             "larger than one GPU)",
             gpus,
         )
-
-
-def supervised_fit(
-    config: RunConfig,
-    lm,
-    tokenizer,
-    model_type: str,
-    samples: Sequence[Sample],
-    seed: int,
-    accelerator=None,
-    on_log=None,
-):
-    """Fit ``lm`` to the references of ``samples`` (the train split); returns (model, losses,
-    optimizer steps). ``on_log(step, loss, model)`` is called every ``logging_steps`` optimizer
-    steps. With ``peft`` settings an adapter is fitted: a supervised run's model is the adapted
-    LM, a warm start's the adapter merged into its base (what RL starts from, and its reference)."""
-    args = supervised_args(config)
-    if args.peft is not None:
-        lm = add_adapter(lm, model_type, args.peft, key="alg.training_args.peft")
-    env = config.env.args
-    trainer = Supervised(
-        lm,
-        tokenizer,
-        model_type,
-        args,
-        env.max_prompt_length,
-        env.max_episode_length,
-        env.prompt_truncation_side,
-        accelerator,
-    )
-    report = None if on_log is None else (lambda step, loss: on_log(step, loss, trainer.model))
-    losses = trainer.fit(list(samples), seed=seed, on_log=report)
-    model = trainer.model if config.alg.id == "supervised" else merged(trainer.model)
-    return model, losses, trainer.optimizer_steps
 
 
 def supervised_args(config: RunConfig) -> SupervisedArgs:
@@ -241,22 +277,17 @@ def train(
     accelerator=None,
 ) -> TrainResult:
     """Train the config's algorithm (after a supervised warm start if asked); return the model.
-    ``callbacks`` hook into the RL loop (``grue_bench.rl.trainer.Callback``)."""
-    run = assemble(config, seed, splits=("train",))
-    lm, tokenizer, model_type = run.base.model, run.base.tokenizer, run.base.model_type
-    result = TrainResult(model=lm, tokenizer=tokenizer, model_type=model_type)
-    if config.alg.id == "supervised" or warm_start:
-        fitted = supervised_fit(config, lm, tokenizer, model_type, run.pools["train"], seed, accelerator)
-        lm, result.supervised_losses, _ = fitted
-        result.model = lm
-        if config.alg.id == "supervised":
-            return result
-    algorithm = make_rl_algorithm(
-        config, lm, tokenizer, model_type, build_reward(config), accelerator, seed=seed
-    )
-    if algorithm.accelerator.num_processes > 1:  # each process draws its own prompts and samples
-        callbacks = [AcrossProcesses(seed, f"seed {seed}"), *callbacks]
-    trainer = Trainer(algorithm, run.pools["train"], random.Random(seed), callbacks)
-    result.model = trainer.fit(config.train_evaluation.n_iters)
+    ``callbacks`` hook into the loop (``grue_bench.rl.trainer.Callback``)."""
+    run = build_run(config, seed, splits=("train",), accelerator=accelerator)
+    result = TrainResult(model=run.base.model, tokenizer=run.tokenizer, model_type=run.model_type)
+    lm = run.base.model
+    if warm_start and config.alg.id != "supervised":
+        lm, fitted = run.warm_started(lm)
+        result.supervised_losses = fitted.losses
+    stage = run.stage(lm)
+    trainer = run.train(stage, callbacks)
+    result.model = stage.model
     result.history = trainer.history
+    if isinstance(stage, Supervised):
+        result.supervised_losses = stage.losses
     return result

@@ -55,7 +55,7 @@ class AcrossProcesses(Callback):
 
     def on_train_end(self, trainer: Trainer) -> None:
         digest = hashlib.sha256()
-        for parameter in trainer.algorithm.unwrapped.parameters():
+        for parameter in trainer.algorithm.model.parameters():
             digest.update(parameter.detach().float().cpu().numpy().tobytes())
         log.debug(
             "%s: process %d ends with parameters %s",
@@ -67,8 +67,9 @@ class AcrossProcesses(Callback):
 
 class RecordStats(Callback):
     """Each iteration's statistics: ``rollout`` and ``train`` rows in the store, a line of
-    ``rollout_info.jsonl`` (all of them) and of ``training_info.jsonl`` (the update's, ``train/*``,
-    as RL4LMs writes it), and the progress bar."""
+    ``rollout_info.jsonl`` (all of them, when there was a rollout) and of ``training_info.jsonl``
+    (the update's, ``train/*``, as RL4LMs writes it), and the progress bar. A supervised stage's
+    iterations are its logging periods: a ``train/loss`` row and line each."""
 
     def __init__(self, recorder: Recorder, out: Path, label: str, position: int = 0) -> None:
         self.recorder = recorder
@@ -90,14 +91,20 @@ class RecordStats(Callback):
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
         iteration = trainer.iteration
         train = {key: value for key, value in stats.items() if key.startswith("train/")}
-        self.recorder.metrics(iteration, "rollout", {k: v for k, v in stats.items() if k not in train})
-        self.recorder.metrics(iteration, "train", train)
-        append_jsonl(self.out / "rollout_info.jsonl", {"iteration": iteration, **stats})
-        append_jsonl(self.out / "training_info.jsonl", {"iteration": iteration, **train})
-        self.bar.update(1)
-        kl = stats.get("train/kl_to_ref_per_token")
-        kl = "n/a (beta 0)" if kl is None else f"{kl:.4f}/token"
-        self.bar.set_postfix(reward=f"{stats['rollout/reward']:.3f}", kl=kl)
+        rollout = {key: value for key, value in stats.items() if key not in train}
+        if rollout:
+            self.recorder.metrics(iteration, "rollout", rollout)
+            append_jsonl(self.out / "rollout_info.jsonl", {"iteration": iteration, **stats})
+        if train:
+            self.recorder.metrics(iteration, "train", train)
+            append_jsonl(self.out / "training_info.jsonl", {"iteration": iteration, **train})
+        self.bar.update(iteration - self.bar.n)
+        if "rollout/reward" in stats:
+            kl = stats.get("train/kl_to_ref_per_token")
+            kl = "n/a (beta 0)" if kl is None else f"{kl:.4f}/token"
+            self.bar.set_postfix(reward=f"{stats['rollout/reward']:.3f}", kl=kl)
+        elif "train/loss" in stats:
+            self.bar.set_postfix(loss=f"{stats['train/loss']:.3f}")
 
     def on_train_end(self, trainer: Trainer) -> None:
         self.bar.close()
@@ -134,12 +141,12 @@ class Evaluations(Callback):
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
         iteration = trainer.iteration
         if iteration % self.every == 0 and iteration < trainer.n_iters:
-            table, rows = self.evaluate(trainer.algorithm.unwrapped.lm, "validation", iteration)
+            table, rows = self.evaluate(trainer.algorithm.model, "validation", iteration)
             self.recorder.metrics(iteration, "validation", table)
             self.recorder.generations(iteration, "validation", rows)
 
     def on_train_end(self, trainer: Trainer) -> None:
-        lm = trainer.algorithm.unwrapped.lm
+        lm = trainer.algorithm.model
         self.final, self.generations = final_evaluation(self.evaluate, lm, trainer.iteration)
 
 

@@ -12,7 +12,6 @@ PEFT adapter, peft's adapter folder; with ``peft.merge``, the merged weights).
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -25,28 +24,16 @@ from grue_bench.models import load_base_lm
 from grue_bench.paths import run_dir
 from grue_bench.rl.adapters import merged
 from grue_bench.rl.checkpoint import CHECKPOINT, discard_staged
-from grue_bench.rl.trainer import Trainer
-from grue_bench.runner.assemble import (
-    assemble,
-    build_reward,
-    final_peft,
-    make_rl_algorithm,
-    supervised_fit,
-)
-from grue_bench.runner.callbacks import (
-    AcrossProcesses,
-    CheckpointEvery,
-    Evaluations,
-    RecordStats,
-    Resume,
-    final_evaluation,
-)
+from grue_bench.rl.trainer import Callback, Trainer
+from grue_bench.runner.assemble import Run, build_run, final_peft
+from grue_bench.runner.callbacks import CheckpointEvery, Evaluations, RecordStats, final_evaluation
 from grue_bench.runner.evaluate import Evaluator, append_jsonl
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
 from grue_bench.runner.trackers import Trackers, TrackingRecorder
 from grue_bench.runner.warm_start import warm_start
+from grue_bench.runner.world import is_lead_process
 from grue_bench.store import BEFORE_TRAINING
 
 WARM_START = 0
@@ -75,10 +62,14 @@ def execute(
 ) -> RunOutcome | None:
     """Run ``spec`` (resuming from its checkpoint if one exists) and return its final results; every
     metric row also goes to the experiment trackers of its ``report_to``, the final ones included.
-    ``recorder`` None: this process only trains, one of a launch's processes other than the first,
-    which records, evaluates and saves (``grue_bench/runner/processes.py``); returns None then."""
+    The lead process (``world.is_lead_process``) records, evaluates and saves through ``recorder``;
+    a launch's other processes (``grue_bench/runner/processes.py``) only train, with no recorder,
+    and return None."""
+    if not is_lead_process():
+        _execute(spec, None, output_root, position)
+        return None
     if recorder is None:
-        return _execute(spec, None, output_root, position)
+        raise ValueError(f"{spec.label}: the lead process of a run records it, and was given no recorder")
     with Trackers.open(spec, spec_dir(output_root, spec)) as trackers:
         outcome = _execute(spec, TrackingRecorder(recorder, trackers), output_root, position)
         for split, values in outcome.final_metrics.items():
@@ -87,7 +78,7 @@ def execute(
 
 
 def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, position: int) -> RunOutcome | None:
-    lead = recorder is not None
+    lead = recorder is not None  # execute gives the lead process, and only it, a recorder
     if lead:
         recorder.begin()
     started = time.perf_counter()
@@ -96,84 +87,83 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
     out.mkdir(parents=True, exist_ok=True)
     if lead:
         (out / "config.yaml").write_text(config.to_yaml())
-    run = assemble(config, spec.seed)
-    lm, tokenizer, model_type = run.base.model, run.base.tokenizer, run.base.model_type
+    run = build_run(config, spec.seed, label=spec.label)
+    lm = run.base.model
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    evaluate = Evaluator(config, tokenizer, model_type, run.pools, out, device)
+    evaluator = Evaluator(config, run.tokenizer, run.model_type, run.pools, out, device)
     checkpoint_dir = out / CHECKPOINT
     resuming = (checkpoint_dir / "meta.json").is_file()
     if lead:
         discard_staged(out)
     lm.to(device)
     if lead and not resuming:
-        _record_test(evaluate, recorder, lm, BEFORE_TRAINING)
+        _record_test(evaluator, recorder, lm, BEFORE_TRAINING)
 
     if spec.alg == "supervised":  # its iterations are optimizer steps
-        lm = _supervised_run(spec, recorder, evaluate, lm, out, device)
-        steps = _supervised_steps(out)
-        final, generations = final_evaluation(evaluate, lm, steps)
-        outcome = _finish(spec, evaluate, lm, steps, final, generations, run.base.name, started)
+        lm, steps, final, generations = _supervised_run(run, recorder, evaluator, lm, out, device, position)
+        outcome = _finish(spec, evaluator, lm, steps, final, generations, run.base.name, started)
         shutil.rmtree(out / "warm_start")  # model/ holds it now: one checkpoint kept (save_total_limit)
         return outcome
     if spec.warm_start:
-        samples = run.pools["train"]
-        lm, losses, steps = warm_start(config, lm, tokenizer, model_type, samples, spec.seed, out, device)
+        lm, losses, steps = warm_start(run, lm, out, device)
         if lead and not resuming:
             _log_supervised(out, losses, steps)
-            _record_test(evaluate, recorder, lm, WARM_START)  # what RL has to improve on
+            _record_test(evaluator, recorder, lm, WARM_START)  # what RL has to improve on
 
-    algorithm = make_rl_algorithm(config, lm, tokenizer, model_type, build_reward(config), seed=spec.seed)
+    algorithm = run.rl(lm)
     every_eval = config.train_evaluation.eval_every
-    evaluations = Evaluations(evaluate, recorder, every_eval)
+    evaluations = Evaluations(evaluator, recorder, every_eval)
     recording = [
         RecordStats(recorder, out, spec.label, position),
         evaluations,
         CheckpointEvery(recorder, out, config.train_evaluation.save_every or every_eval),
     ]
-    callbacks = [
-        *([Resume(checkpoint_dir, spec.label)] if resuming else []),
-        *([AcrossProcesses(spec.seed, spec.label)] if algorithm.accelerator.num_processes > 1 else []),
-        *(recording if lead else []),
-    ]
-    trainer = Trainer(algorithm, run.pools["train"], random.Random(spec.seed), callbacks)
-    lm = trainer.fit(config.train_evaluation.n_iters)
+    resume_from = checkpoint_dir if resuming else None
+    trainer = run.train(algorithm, recording if lead else [], resume_from=resume_from)
     if not lead:
         return None
     final, generations = evaluations.final, evaluations.generations
-    return _finish(spec, evaluate, lm, trainer.iteration, final, generations, run.base.name, started)
+    lm = algorithm.model
+    return _finish(spec, evaluator, lm, trainer.iteration, final, generations, run.base.name, started)
 
 
-def _record_test(evaluate: Evaluator, recorder: Recorder, lm, iteration: int) -> None:
+def _record_test(evaluator: Evaluator, recorder: Recorder, lm, iteration: int) -> None:
     """Test ``lm`` at ``iteration`` and store its scores and generations (the zero-shot row of a
     leaderboard is packaged from those of iteration -1, so the store alone holds it)."""
-    table, rows = evaluate(lm, "test", iteration)
+    table, rows = evaluator(lm, "test", iteration)
     recorder.metrics(iteration, "test", table)
     recorder.generations(iteration, "test", rows)
 
 
-def _supervised_run(spec: RunSpec, recorder: Recorder, evaluate: Evaluator, lm, out: Path, device):
-    """Fit the references, evaluated every ``logging_steps`` optimizer steps as RL4LMs does, or
-    reload the fit a killed run left in ``warm_start/``."""
+class SaveFit(Callback):
+    """When a supervised run's fit ends (before its final evaluation): its losses and optimizer
+    steps go to ``training_info.jsonl``, then the fitted LM and tokenizer to ``warm_start/``, for
+    a run killed after the fit to reload."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+
+    def on_train_end(self, trainer: Trainer) -> None:
+        stage = trainer.algorithm
+        _log_supervised(self.out, stage.losses, stage.iteration)
+        stage.model.save_pretrained(self.out / "warm_start")
+        stage.tokenizer.save_pretrained(self.out / "warm_start")  # a folder load_base_lm reads
+
+
+def _supervised_run(run: Run, recorder: Recorder, evaluator: Evaluator, lm, out: Path, device, position: int):
+    """A supervised run: the references fitted in the one loop, validated every ``logging_steps``
+    optimizer steps as RL4LMs does, then validated and tested; or, for a run killed after its fit,
+    the fit it left in ``warm_start/`` reloaded and evaluated. Returns the LM, its optimizer steps,
+    and the final scores and generations."""
     warm = out / "warm_start"
     if (warm / "config.json").is_file():
-        return load_base_lm(evaluate.model_type, model_name=str(warm)).model.to(device)
-
-    def on_log(step: int, loss: float, model) -> None:
-        recorder.metrics(step, "train", {"train/loss": loss})
-        table, rows = evaluate(model, "validation", step)
-        recorder.metrics(step, "validation", table)
-        recorder.generations(step, "validation", rows)
-        model.train()
-
-    samples = evaluate.pools["train"]
-    tokenizer, model_type = evaluate.tokenizer, evaluate.model_type
-    lm, losses, steps = supervised_fit(
-        spec.config, lm, tokenizer, model_type, samples, spec.seed, on_log=on_log
-    )
-    _log_supervised(out, losses, steps)
-    lm.save_pretrained(warm)
-    tokenizer.save_pretrained(warm)  # a folder load_base_lm reads, as any model folder
-    return lm
+        lm = load_base_lm(run.model_type, model_name=str(warm)).model.to(device)
+        steps = _supervised_steps(out)
+        return lm, steps, *final_evaluation(evaluator, lm, steps)
+    stage = run.supervised(lm)
+    evaluations = Evaluations(evaluator, recorder, stage.args.logging_steps)
+    run.train(stage, [RecordStats(recorder, out, run.label, position), SaveFit(out), evaluations])
+    return stage.model, stage.iteration, evaluations.final, evaluations.generations
 
 
 def _log_supervised(out: Path, losses: list[float], steps: int) -> None:

@@ -17,17 +17,14 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from grue_bench.config import RunConfig
-from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.models import load_base_lm
 from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
-from grue_bench.runner.assemble import supervised_args, supervised_fit
+from grue_bench.runner.assemble import Run, supervised_args
 from grue_bench.runner.world import world_size
 
 log = logging.getLogger(__name__)
@@ -38,12 +35,13 @@ RNG_FILE = "rng.pt"
 RECORD_FILE = "warm_start.json"
 
 
-def fit_key(config: RunConfig, lm, tokenizer, model_type: str, samples: Sequence[Sample], seed: int) -> str:
-    """The hash of everything a supervised fit of ``lm`` on ``samples`` depends on, now."""
+def fit_key(run: Run, lm) -> str:
+    """The hash of everything a supervised fit of ``lm`` on ``run``'s train split depends on, now."""
+    config, tokenizer, seed = run.config, run.tokenizer, run.seed
     env = config.env.args
     settings = {
         "task": config.task,
-        "model_type": model_type,
+        "model_type": run.model_type,
         "supervised": supervised_args(config).model_dump(mode="json"),
         "lengths": [env.max_prompt_length, env.max_episode_length, env.prompt_truncation_side],
         "tokenizer": [tokenizer.backend_tokenizer.to_str(), tokenizer.padding_side],
@@ -52,7 +50,7 @@ def fit_key(config: RunConfig, lm, tokenizer, model_type: str, samples: Sequence
         **host_rng_state(),
     }
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-    for sample in samples:
+    for sample in run.pools["train"]:
         digest.update(json.dumps([sample.prompt_or_input_text, list(sample.references)]).encode())
     for name, tensor in sorted(lm.state_dict().items()):
         digest.update(name.encode())
@@ -67,26 +65,21 @@ def _bytes(tensor: torch.Tensor) -> bytes:
     return tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
-def warm_start(
-    config: RunConfig, lm, tokenizer, model_type: str, samples: Sequence[Sample], seed: int, out: Path, device
-) -> tuple:
+def warm_start(run: Run, lm, out: Path, device) -> tuple:
     """The warm-started LM, its supervised losses and optimizer steps, for the run whose folder is
     ``out``: loaded from the folder of its fit key if an earlier run saved it, else fitted and saved
     there; the random states are left as the fit left them. The run records the key it used
     (``warm_start.json``): a resumed run, whose random states come from its checkpoint, loads
     that fit."""
     record = out / RECORD_FILE
-    if record.is_file():
-        key = json.loads(record.read_text())["key"]
-    else:
-        key = fit_key(config, lm, tokenizer, model_type, samples, seed)
+    key = json.loads(record.read_text())["key"] if record.is_file() else fit_key(run, lm)
     folder = out.parents[1] / FOLDER / key
     if (folder / FIT_FILE).is_file():
         log.info("warm start: loading the supervised fit saved in %s", folder)
         fit = json.loads((folder / FIT_FILE).read_text())
         set_torch_rng_state(torch.load(folder / RNG_FILE, weights_only=True))
         set_host_rng_state(fit)
-        lm = load_base_lm(model_type, model_name=str(folder)).model.to(device)
+        lm = load_base_lm(run.model_type, model_name=str(folder)).model.to(device)
         lm.train(fit["training"])  # in the mode the fit left it, as if just fitted
     elif record.is_file():
         raise GrueError(
@@ -95,9 +88,10 @@ def warm_start(
             fix="run it again from the start (grue run ... --force)",
         )
     else:
-        lm, losses, steps = supervised_fit(config, lm, tokenizer, model_type, samples, seed)
-        fit = {"losses": losses, "optimizer_steps": steps, "training": lm.training, **host_rng_state()}
-        _save(folder, lm, tokenizer, fit)
+        lm, stage = run.warm_started(lm)
+        fit = {"losses": stage.losses, "optimizer_steps": stage.iteration, "training": lm.training}
+        fit.update(host_rng_state())
+        _save(folder, lm, run.tokenizer, fit)
         log.info("warm start: supervised fit saved in %s", folder)
     record.write_text(json.dumps({"key": key}))
     return lm, fit["losses"], fit["optimizer_steps"]

@@ -15,7 +15,7 @@ from grue_bench.datapools import task_corpus
 from grue_bench.models import load_base_lm
 from grue_bench.resolve import apply_override, build_config, task_config
 from grue_bench.rl.algorithm import STAT_KEYS
-from grue_bench.runner.assemble import build_reward, load_pool, make_rl_algorithm, set_seed
+from grue_bench.runner.assemble import Run, load_pool, set_seed
 
 MAX_REWARD = 1.0
 SETTINGS = [
@@ -67,9 +67,7 @@ def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
     config = _config(alg, model_type)
     set_seed(seed)
     base = base_lms[model_type]
-    algorithm = make_rl_algorithm(
-        config, copy.deepcopy(base.model), base.tokenizer, model_type, build_reward(config), seed=seed
-    )
+    algorithm = Run(config, seed, base, pools={}).rl(copy.deepcopy(base.model))
     pool, rng = list(load_pool(config, "train")), random.Random(seed)
     first = algorithm.step(pool, rng)
     assert set(STAT_KEYS) <= set(first)  # the same metric keys for every algorithm

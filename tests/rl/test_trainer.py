@@ -17,7 +17,8 @@ class FakeAlgorithm:
     def __init__(self, start: int = 0, nan_at: int | None = None) -> None:
         self.iteration = start
         self.nan_at = nan_at
-        self.unwrapped = SimpleNamespace(lm="the model")
+        self.model = "the model"
+        self.accelerator = SimpleNamespace(num_processes=1)
         self.prompts: list[str] = []
 
     def step(self, pool, rng) -> dict[str, float]:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import RL4LMS_TASK_CONFIGS
 
-from grue_bench.runner.assemble import build_reward, load_base, load_pool, make_rl_algorithm, supervised_fit
+from grue_bench.runner.assemble import Run, load_base, load_pool
 from grue_bench.runner.evaluate import evaluate
 from grue_bench.runner.grid import build_specs, resolve_grid
 
@@ -48,16 +48,17 @@ def test_it_trains_one_iteration_and_evaluates_offline_on_the_tiny_profile(path)
     base = load_base(config)
     assert base.name.startswith("tiny-")  # no hub model was needed
     lm = base.model
+    run = Run(config, 0, base, {"train": list(load_pool(config, "train"))})
     if supervised:
-        lm, losses, _ = supervised_fit(
-            config, lm, base.tokenizer, base.model_type, load_pool(config, "train"), seed=0
-        )
-        assert losses and all(loss == loss for loss in losses)
+        stage = run.supervised(lm)
+        run.train(stage)
+        assert stage.losses and all(loss == loss for loss in stage.losses)
+        lm = stage.model
     else:
-        algorithm = make_rl_algorithm(config, lm, base.tokenizer, base.model_type, build_reward(config))
-        stats = algorithm.step(list(load_pool(config, "train")), random.Random(0))
+        algorithm = run.rl(lm)
+        stats = algorithm.step(run.pools["train"], random.Random(0))
         assert algorithm.iteration == 1 and stats["rollout/length"] > 0
-        lm = algorithm.unwrapped.lm
+        lm = algorithm.model
     samples = list(load_pool(config, "validation"))[:EVAL_SAMPLES]
     scores, rows = evaluate(
         lm, base.tokenizer, base.model_type, config, samples, "validation", torch.device("cpu")

@@ -15,7 +15,9 @@ import torch
 
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
+from grue_bench.models import BaseLM
 from grue_bench.runner import warm_start as module
+from grue_bench.runner.assemble import Run
 from grue_bench.runner.grid import build_specs
 from grue_bench.runner.warm_start import FOLDER, warm_start
 from tests.rl.tiny_lm import tiny_causal, word_tokenizer
@@ -33,7 +35,8 @@ def start(out: Path, random_state: int = 7):
     random.seed(random_state)
     numpy.random.seed(random_state)
     out.mkdir(parents=True, exist_ok=True)
-    lm, losses, steps = warm_start(CONFIG, lm, tokenizer, "causal", POOL, 0, out, "cpu")
+    base = BaseLM(lm, tokenizer, "causal", "tiny-word")
+    lm, losses, steps = warm_start(Run(CONFIG, 0, base, {"train": POOL}), lm, out, "cpu")
     after = (torch.get_rng_state(), random.random(), numpy.random.random())
     return lm, losses, steps, after
 
@@ -52,12 +55,12 @@ def fits(monkeypatch):
     """The supervised fits actually made."""
     made = []
 
-    def counted(*args, **kwargs):
-        made.append(args[-1])
-        return fit(*args, **kwargs)
+    def counted(run, lm):
+        made.append(run.seed)
+        return fit(run, lm)
 
-    fit = module.supervised_fit
-    monkeypatch.setattr(module, "supervised_fit", counted)
+    fit = Run.warm_started
+    monkeypatch.setattr(Run, "warm_started", counted)
     return made
 
 
