@@ -254,3 +254,23 @@ def test_the_checks_catch_an_upward_import_a_broken_rule_a_bare_local_import_and
 def test_a_local_import_that_says_start_up_time_is_kept(toy: Path):
     (toy / "toy/top.py").write_text("def f():\n    # start-up time: heavy\n    from toy import low\n")
     assert violations(toy, TOY_DOC, "toy") == []
+
+
+def test_the_store_and_the_algorithm_are_typed_where_the_runner_and_the_loop_meet_them():
+    import typing
+
+    from grue_bench.rl.algorithm import OnPolicyAlgorithm
+    from grue_bench.rl.supervised import Supervised
+    from grue_bench.rl.trainer import Algorithm, Trainer
+    from grue_bench.runner.executor import GridExecutor
+    from grue_bench.runner.recorder import StoreRecorder
+    from grue_bench.store import Store
+
+    assert typing.get_type_hints(Trainer.__init__)["algorithm"] is Algorithm
+    assert typing.get_type_hints(GridExecutor.__init__)["store"] is Store
+    assert typing.get_type_hints(StoreRecorder)["store"] is Store
+    # the loop's protocol is what both kinds of stage offer
+    for stage in (OnPolicyAlgorithm, Supervised):
+        assert callable(stage.step) and isinstance(stage.model, property), stage
+    members = set(dir(Algorithm)) | set(Algorithm.__annotations__)
+    assert {"iteration", "accelerator", "model", "step"} <= members

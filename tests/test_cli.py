@@ -58,3 +58,20 @@ def test_unknown_subcommand_is_a_usage_error(capsys):
         main(["frobnicate"])
     assert info.value.code == 2
     assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+def test_a_command_line_imports_the_module_of_the_command_it_names_and_no_other():
+    code = (
+        "import sys\n"
+        "from grue_bench.cli import main\n"
+        "for argv in (['--help'], ['--log-level', 'DEBUG', 'ls', '--help']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as exit:\n"
+        "        assert exit.code == 0\n"
+        "    print(sorted(m for m in sys.modules if m.startswith('grue_bench.commands.')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    imported = [line for line in result.stdout.splitlines() if line.startswith("[")]
+    assert imported == ["[]", "['grue_bench.commands.ls']"]

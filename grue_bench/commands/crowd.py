@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open_store(path: Path) -> Store:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError
     from grue_bench.store import Store
 
@@ -72,7 +72,7 @@ def _open_store(path: Path) -> Store:
 
 
 def _export(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.crowd.export import export_batch
     from grue_bench.crowd.templates import load_template, write_rows
 
@@ -101,7 +101,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.crowd.ingest import ingest_results
     from grue_bench.crowd.stats import format_summary
 
@@ -126,7 +126,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.crowd.preview import preview
     from grue_bench.crowd.templates import PAIRWISE, available, load_template
     from grue_bench.errors import GrueError

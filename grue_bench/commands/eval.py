@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench import plugins
     from grue_bench.datapools import TaskPool
     from grue_bench.evaluation import load_predictions, score
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _scoring_model(model_name: str):  # -> transformers.PreTrainedModel
     """The causal LM ``model_name`` (folder or hub id), with its tokenizer attached for the metrics."""
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.models import load_base_lm
 
     lm = load_base_lm("causal", model_name=model_name)

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError
     from grue_bench.runner.export import check_hub_access, export_model, push_to_hub
 

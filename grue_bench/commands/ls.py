@@ -12,12 +12,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _describe(kind: str, id: str) -> str:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench import plugins
 
     registry = plugins.REGISTRIES[kind]
     if kind == "tasks":
-        # start-up time: `grue --help` imports every command module (cli.py)
+        # start-up time: `grue <command> --help` imports this module (cli.py)
         from grue_bench.errors import GrueError
 
         try:
@@ -29,7 +29,7 @@ def _describe(kind: str, id: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench import plugins
 
     for kind in [args.kind] if args.kind else KINDS:

@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError
     from grue_bench.report import build_report
     from grue_bench.submit.floors import floor_rows

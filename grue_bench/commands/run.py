@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError
     from grue_bench.runner.executor import GridExecutor
     from grue_bench.runner.processes import check_launch, launched, relaunch, run_launched
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
 def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
     """The runs ``grue run``'s arguments ask for: tasks x algorithm chains x seeds, each with its
     resolved config."""
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.runner.grid import build_specs, resolve_grid, resolve_seeds
 
     overrides = [*args.overrides, *([f"report_to={args.report_to}"] if args.report_to is not None else [])]

@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError
 
     if args.from_store:
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError, Problem
     from grue_bench.submit.record import check_store, record
     from grue_bench.submit.rescore import rescore
@@ -115,7 +115,7 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _package(args: argparse.Namespace) -> int:
-    # start-up time: `grue --help` imports every command module (cli.py)
+    # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError
     from grue_bench.runner.grid import resolve_tasks
     from grue_bench.submit.package import PackageRequest, package

@@ -33,7 +33,7 @@ from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.hparams import AlgArgs
 from grue_bench.rl.kl import make_kl_controller
 from grue_bench.rl.masking import ActionMasker
-from grue_bench.rl.policy import ActorCritic, reference_model
+from grue_bench.rl.policy import ActorCritic, frozen_names, load_trained_state, reference_model, trained_state
 from grue_bench.rl.rollout import GenerationSettings, RolloutCollector
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,24 @@ class OnPolicyAlgorithm:
     def model(self):
         """The policy's language model (unwrapped): what training returns and evaluation scores."""
         return self.unwrapped.lm
+
+    def state_dict(self) -> dict[str, Any]:
+        """The tensors a checkpoint keeps (``rl/checkpoint.py``; the iteration and KL coefficient go
+        beside them as numbers): the trained weights, the optimizer's state and the generator of
+        the minibatches' order."""
+        policy = self.unwrapped
+        return {
+            "policy": trained_state(policy, frozen_names(policy)),
+            "optimizer": self.optimizer.state_dict(),
+            "shuffle_rng": self.shuffle_rng.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+        policy = self.unwrapped
+        load_trained_state(policy, state["policy"], frozen_names(policy))
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.shuffle_rng.set_state(state["shuffle_rng"])
 
     def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
         """AdamW over what trains (with an adapter: its weights and the value head)."""

@@ -19,12 +19,13 @@ import json
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy
 import torch
 
-from grue_bench.rl.policy import frozen_names, load_trained_state, trained_state
+if TYPE_CHECKING:  # the RNG helpers below serve light modules too (evaluation.py)
+    from grue_bench.rl.algorithm import OnPolicyAlgorithm
 
 STATE_FILE = "state.pt"
 META_FILE = "meta.json"
@@ -58,22 +59,13 @@ def discard_staged(run_dir: Path, keep: int | None = None) -> None:
             shutil.rmtree(staged, ignore_errors=True)
 
 
-def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:
-    """Write the algorithm's state atomically (a temporary folder renamed into place)."""
+def save_checkpoint(directory: Path, algorithm: OnPolicyAlgorithm, rng_state: Any) -> None:
+    """Write the algorithm's state and the random states atomically (a temporary folder renamed
+    into place)."""
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    policy = algorithm.unwrapped
-    state = {
-        "policy": trained_state(policy, frozen_names(policy)),
-        "optimizer": algorithm.optimizer.state_dict(),
-        "shuffle_rng": algorithm.shuffle_rng.get_state(),
-        **torch_rng_state(),
-    }
-    masker = getattr(algorithm, "masker", None)
-    if masker is not None:
-        state["mask_model"] = trained_state(masker.model, frozen_names(policy.lm))
-    torch.save(state, tmp / STATE_FILE)
+    torch.save({**algorithm.state_dict(), **torch_rng_state()}, tmp / STATE_FILE)
     meta = {
         "iteration": algorithm.iteration,
         "kl_coef": algorithm.kl.value,
@@ -85,7 +77,7 @@ def save_checkpoint(directory: Path, algorithm: Any, rng_state: Any) -> None:
     tmp.rename(directory)
 
 
-def load_checkpoint(directory: Path, algorithm: Any) -> tuple | None:
+def load_checkpoint(directory: Path, algorithm: OnPolicyAlgorithm) -> tuple | None:
     """Restore the algorithm from ``directory``; returns the saved sampler RNG state (None if absent)."""
     if not (directory / META_FILE).is_file():
         return None
@@ -93,14 +85,9 @@ def load_checkpoint(directory: Path, algorithm: Any) -> tuple | None:
     # on the CPU, then copied into the parameters wherever they are: torch cannot map to the
     # device "cpu:0" that a process of a CPU launch has
     state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
-    policy = algorithm.unwrapped
-    load_trained_state(policy, state["policy"], frozen_names(policy))
-    algorithm.optimizer.load_state_dict(state["optimizer"])
-    if "mask_model" in state:
-        load_trained_state(algorithm.masker.model, state["mask_model"], frozen_names(policy.lm))
+    algorithm.load_state_dict(state)
     algorithm.iteration = meta["iteration"]
     algorithm.kl.value = meta["kl_coef"]
-    algorithm.shuffle_rng.set_state(state["shuffle_rng"])
     set_torch_rng_state(state)
     set_host_rng_state(meta)
     return _tupled(meta["rng_state"])

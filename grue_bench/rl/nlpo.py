@@ -37,6 +37,15 @@ class NLPO(PPO):
         masker.model.to(self.device)
         self.masker = masker
 
+    def state_dict(self) -> dict[str, Any]:
+        """PPO's, and the masking model's trained weights."""
+        frozen = frozen_names(self.unwrapped.lm)
+        return {**super().state_dict(), "mask_model": trained_state(self.masker.model, frozen)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        load_trained_state(self.masker.model, state["mask_model"], frozen_names(self.unwrapped.lm))
+
     def before_rollout(self) -> None:
         if self.iteration > 0 and self.iteration % self.target_update_iterations == 0:
             self.refresh_mask_model()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.queues
 import os
 import queue as queue_module
 import signal
@@ -17,13 +18,12 @@ import sqlite3
 import sys
 import threading
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -31,7 +31,7 @@ from grue_bench import plugins
 from grue_bench.classifiers.judges import CURRENT_JUDGES
 from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.prepare import asset_key, error_text, prepare_here, prepare_in
-from grue_bench.runner.recorder import MessageRecorder, StoreRecorder, apply_message
+from grue_bench.runner.recorder import MessageRecorder, Recorder, StoreRecorder, apply_message
 from grue_bench.runner.run import RunOutcome, execute
 from grue_bench.store import Store
 from grue_bench.store.claims import HEARTBEAT_S, Owner
@@ -51,7 +51,9 @@ class GridReport:
     """Runs left to another live process that holds them: label -> that process (pid and host)."""
 
 
-def _guarded(spec: RunSpec, recorder: Any, output_root: Path) -> tuple[str, RunOutcome | None, str | None]:
+def _guarded(
+    spec: RunSpec, recorder: Recorder, output_root: Path
+) -> tuple[str, RunOutcome | None, str | None]:
     """Execute a run; any failure becomes an error text (recorded as a failed run; the grid goes on)."""
     try:
         return spec.label, execute(spec, recorder, output_root), None
@@ -65,11 +67,13 @@ _DIED = (
     "memory); run the same command again to resume it, or give it more memory or fewer --jobs"
 )
 
-_MESSAGES: Any = None
+_MESSAGES: multiprocessing.queues.Queue | None = None
 """In a worker process: the queue to the writer (handed over when the worker starts)."""
 
 
-def _init_worker(log_level: int, messages: Any, threads: int, writer_pid: int) -> None:
+def _init_worker(
+    log_level: int, messages: multiprocessing.queues.Queue, threads: int, writer_pid: int
+) -> None:
     """Pool initializer: keep the writer's queue, log like the writer, share the cores (``jobs``
     workers with every core each would oversubscribe them); and on Linux, die when the writer
     dies (even by SIGKILL), so no orphan keeps writing into a run folder the next attempt resumes."""
@@ -91,7 +95,7 @@ def _init_worker(log_level: int, messages: Any, threads: int, writer_pid: int) -
 
 
 def _worker(
-    spec: RunSpec, output_root: str, send: Any, live: bool = True
+    spec: RunSpec, output_root: str, send: Callable[[tuple], None], live: bool = True
 ) -> tuple[str, RunOutcome | None, str | None]:
     """Run one spec away from the writer; what it records goes back to the writer as messages."""
     return _guarded(spec, MessageRecorder(key=spec.label, send=send, live=live), Path(output_root))
@@ -108,7 +112,7 @@ def _process_task(spec: RunSpec, output_root: str) -> tuple[str, RunOutcome | No
 class GridExecutor:
     """Starts or resumes every run of a grid and records the results."""
 
-    def __init__(self, store: Any, output_root: Path, force: bool = False) -> None:
+    def __init__(self, store: Store, output_root: Path, force: bool = False) -> None:
         self.store = store
         self.output_root = output_root
         self.force = force

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from grue_bench.rl.checkpoint import promote_checkpoint
+from grue_bench.store import Store
 
 
 class Recorder(Protocol):
@@ -31,7 +32,7 @@ class Recorder(Protocol):
 class StoreRecorder:
     """Writes to the store now (the run runs in the writer process)."""
 
-    store: Any
+    store: Store
     run_id: int
     live: bool = True
 

@@ -14,7 +14,7 @@ def test_the_demo_runs_the_seven_grue_tasks_with_nlpo_and_three_seeds():
     demo = next(line for line in (REPO / "Makefile").read_text().splitlines() if "bin/grue run" in line)
     argv = shlex.split(demo.split("bin/grue ", 1)[1])
     assert argv == ["run", "--task", "all", "--alg", "nlpo", "--seeds", "3"]  # README's command
-    specs = grid_specs(build_parser().parse_args(argv))
+    specs = grid_specs(build_parser("run").parse_args(argv))
     assert len(specs) == 21
     assert sorted(spec.task for spec in specs) == sorted(list(GRUE_TASKS) * 3)
     assert {spec.alg for spec in specs} == {"nlpo"} and {spec.config.alg.id for spec in specs} == {"nlpo"}
