@@ -32,9 +32,9 @@ def main() -> None:
     add_override_argument(parser)  # --set, as for `grue run`
     args = parser.parse_args()
 
+    from grue_bench.resolve.grid import build_specs
     from grue_bench.runner.assemble import build_reward
     from grue_bench.runner.executor import GridExecutor
-    from grue_bench.runner.grid import build_specs
     from grue_bench.runner.run import WARM_START, spec_dir
     from grue_bench.store import Store, run_key
 

@@ -106,10 +106,10 @@ def test_rl4lms_config_validates(run_grue):
 
 def test_offline_profile_takes_the_offline_stand_in_saying_so(caplog):
     """--profile tiny replaces the policy's hub LM and the 45 GB preference model, each logged."""
+    from grue_bench.resolve.grid import build_specs
     from grue_bench.runner.assemble import build_reward
-    from grue_bench.runner.grid import build_specs
 
-    caplog.set_level("INFO", logger="grue_bench.runner.offline")
+    caplog.set_level("INFO", logger="grue_bench.resolve.offline")
     [spec] = build_specs(["commongen"], ["ppo"], [0], "tiny", config_file=PREF_CONFIG, offline=True)
     assert "model_name" not in spec.config.alg.policy.args  # rajkumarrrk/t5-common-gen replaced
     assert spec.config.reward_fn.args == {"device": "cpu", "batch_size": 5, "model_type": "offline"}

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from grue_bench.commands import add_override_argument
 
 if TYPE_CHECKING:
-    from grue_bench.runner.grid import RunSpec
+    from grue_bench.resolve.grid import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
     """The runs ``grue run``'s arguments ask for: tasks x algorithm chains x seeds, each with its
     resolved config."""
     # start-up time: `grue <command> --help` imports this module (cli.py)
-    from grue_bench.runner.grid import build_specs, resolve_grid, resolve_seeds
+    from grue_bench.resolve.grid import build_specs, resolve_grid, resolve_seeds
 
     overrides = [*args.overrides, *([f"report_to={args.report_to}"] if args.report_to is not None else [])]
     tasks, algs = resolve_grid(args.task, args.alg, args.config, overrides)

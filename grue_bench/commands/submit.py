@@ -117,7 +117,7 @@ def _submit(args: argparse.Namespace) -> int:
 def _package(args: argparse.Namespace) -> int:
     # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError
-    from grue_bench.runner.grid import resolve_tasks
+    from grue_bench.resolve.grid import resolve_tasks
     from grue_bench.submit.package import PackageRequest, package
 
     missing = [

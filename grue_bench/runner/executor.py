@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from grue_bench import plugins
 from grue_bench.classifiers.judges import CURRENT_JUDGES
-from grue_bench.runner.grid import RunSpec
+from grue_bench.resolve.grid import RunSpec
 from grue_bench.runner.prepare import asset_key, error_text, prepare_here, prepare_in
 from grue_bench.runner.recorder import MessageRecorder, Recorder, StoreRecorder, apply_message
 from grue_bench.runner.run import RunOutcome, execute

@@ -11,8 +11,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from tqdm.auto import tqdm
 
 from grue_bench.plugins.components import build
+from grue_bench.resolve.grid import RunSpec
 from grue_bench.runner.assemble import build_reward, load_base
-from grue_bench.runner.grid import RunSpec
 
 log = logging.getLogger(__name__)
 

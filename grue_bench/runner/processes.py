@@ -25,8 +25,8 @@ from accelerate.utils import broadcast_object_list
 from tqdm.auto import tqdm
 
 from grue_bench.errors import GrueError
+from grue_bench.resolve.grid import RunSpec
 from grue_bench.runner.executor import GridExecutor, GridReport
-from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.prepare import prepare_here
 from grue_bench.runner.run import execute
 from grue_bench.runner.world import world_size

@@ -22,13 +22,13 @@ import torch
 
 from grue_bench.models import load_base_lm
 from grue_bench.paths import run_dir
+from grue_bench.resolve.grid import RunSpec
 from grue_bench.rl.adapters import merged
 from grue_bench.rl.checkpoint import CHECKPOINT, discard_staged
 from grue_bench.rl.trainer import Callback, Trainer
 from grue_bench.runner.assemble import Run, build_run, final_peft
 from grue_bench.runner.callbacks import CheckpointEvery, Evaluations, RecordStats, final_evaluation
 from grue_bench.runner.evaluate import Evaluator, append_jsonl
-from grue_bench.runner.grid import RunSpec
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
 from grue_bench.runner.trackers import Trackers, TrackingRecorder

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from grue_bench.config import TRACKERS
 from grue_bench.errors import GrueError
-from grue_bench.runner.grid import RunSpec
+from grue_bench.resolve.grid import RunSpec
 from grue_bench.runner.recorder import Recorder
 from grue_bench.yamlio import dump_yaml
 

@@ -7,9 +7,9 @@ import logging
 import torch
 from conftest import RL4LMS_TASK_CONFIGS
 
+from grue_bench.resolve.grid import build_specs
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.rollout import GenerationSettings, encode_prompts, generate
-from grue_bench.runner.grid import build_specs
 
 from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
 
@@ -82,7 +82,7 @@ def test_a_seq2seq_decoder_starts_from_the_context_start_token(monkeypatch):
 
 
 def test_an_offline_profile_leaves_out_a_token_id_of_the_replaced_tokenizer(caplog):
-    caplog.set_level(logging.INFO, logger="grue_bench.runner.offline")
+    caplog.set_level(logging.INFO, logger="grue_bench.resolve.offline")
     config = RL4LMS_TASK_CONFIGS / "summarization" / "t5_ppo.yml"
     (written,) = build_specs(["cnn_dailymail"], ["ppo"], [0], None, config)
     assert written.config.env.args.context_start_token == 0

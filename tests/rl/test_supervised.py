@@ -84,8 +84,8 @@ def test_every_logging_steps_optimizer_steps_the_mean_loss_since_the_last_report
 
 def test_a_supervised_run_is_evaluated_every_logging_steps_and_last_at_its_final_step(tmp_path):
     """Its iterations are optimizer steps: validation at each logged step, then the final scores."""
+    from grue_bench.resolve.grid import build_specs
     from grue_bench.runner.executor import GridExecutor
-    from grue_bench.runner.grid import build_specs
     from grue_bench.store import Store
 
     overrides = [

@@ -9,7 +9,7 @@ from conftest import RL4LMS_CONFIGS, RL4LMS_TASK_CONFIGS
 
 from grue_bench.classifiers.judges import CURRENT_JUDGES
 from grue_bench.errors import GrueError
-from grue_bench.runner.grid import build_specs, resolve_grid
+from grue_bench.resolve.grid import build_specs, resolve_grid
 from grue_bench.store import Store
 from grue_bench.tasks import GRUE_TASKS
 
@@ -147,7 +147,7 @@ def test_an_offline_profile_given_runs_rl4lms_config_offline_logging_each_substi
 
 
 def test_the_small_profile_replaces_the_models_and_takes_the_tiny_sizes(caplog):
-    caplog.set_level("INFO", logger="grue_bench.runner.offline")
+    caplog.set_level("INFO", logger="grue_bench.resolve.offline")
     (spec,) = build_specs(["imdb"], ["ppo"], [0], "small", IMDB_PPO, offline=True)
     config = spec.config
     assert config.profile == "small" and config.tokenizer.model_name is None
@@ -185,7 +185,7 @@ def test_an_offline_profile_leaves_out_metrics_lacking_an_asset_saying_why(tmp_p
     from grue_bench.metrics import spice
 
     monkeypatch.setattr(spice, "spice_dir", lambda: tmp_path)  # no jars there
-    caplog.set_level("WARNING", logger="grue_bench.runner.offline")
+    caplog.set_level("WARNING", logger="grue_bench.resolve.offline")
     (commongen,) = build_specs(["commongen"], ["ppo"], [0], "tiny", COMMONGEN_PPO, offline=True)
     (iwslt,) = build_specs(["iwslt2017_en_de"], ["ppo"], [0], "tiny", IWSLT_PPO, offline=True)
     assert "spice" not in _metric_ids(commongen) and "cider" in _metric_ids(commongen)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from grue_bench import plugins
+from grue_bench.resolve.grid import build_specs
 from grue_bench.rewards.base import RewardFunction
 from grue_bench.runner.executor import GridExecutor
-from grue_bench.runner.grid import build_specs
 from grue_bench.store import Store
 
 FAST = [

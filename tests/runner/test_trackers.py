@@ -14,8 +14,8 @@ from conftest import need_module
 
 from grue_bench.config import RunConfig
 from grue_bench.errors import GrueError
+from grue_bench.resolve.grid import build_specs
 from grue_bench.runner import trackers
-from grue_bench.runner.grid import build_specs
 from grue_bench.store import Store
 
 from .wandb_offline import offline_run

@@ -16,9 +16,9 @@ import torch
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.models import BaseLM
+from grue_bench.resolve.grid import build_specs
 from grue_bench.runner import warm_start as module
 from grue_bench.runner.assemble import Run
-from grue_bench.runner.grid import build_specs
 from grue_bench.runner.warm_start import FOLDER, warm_start
 from tests.rl.tiny_lm import tiny_causal, word_tokenizer
 from tests.runner.test_runner import grue_run, rows

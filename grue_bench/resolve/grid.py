@@ -16,7 +16,7 @@ from grue_bench import plugins
 from grue_bench.config import RunConfig
 from grue_bench.errors import GrueError
 from grue_bench.resolve import apply_override, build_config, check_task, task_config
-from grue_bench.runner.offline import OFFLINE_PROFILES, offline_models
+from grue_bench.resolve.offline import OFFLINE_PROFILES, offline_models
 from grue_bench.schema import deep_merge
 from grue_bench.tasks import GRUE_TASKS
 from grue_bench.yamlio import read_yaml_mapping
