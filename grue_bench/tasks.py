@@ -22,18 +22,6 @@ from grue_bench.yamlio import read_yaml_mapping
 
 SPLITS = ("train", "validation", "test")
 
-GRUE_TASKS = (
-    "imdb",
-    "commongen",
-    "cnn_dailymail",
-    "totto",
-    "narrative_qa",
-    "iwslt2017_en_de",
-    "daily_dialog",
-)
-"""What ``--task all`` means: the seven GRUE tasks (the synthetic checks are run by name)."""
-
-
 class HubSource(Strict):
     """Where the full dataset lives on the Hugging Face hub."""
 
@@ -108,6 +96,13 @@ class TaskSpec(Strict):
     description: str
     model_type: Literal["causal", "seq2seq"]
     """The GRUE paper's policy family for this task (gpt2-style or t5-style)."""
+    grue_order: PositiveInt | None = None
+    """The task's place among GRUE's seven, in the paper's order: ``--task all`` runs the tasks
+    that have one, and the leaderboard lists them first, in this order. None: a task run by name
+    (the synthetic checks, a user's task)."""
+    rl4lms_datapools: list[str] = Field(default_factory=list)
+    """RL4LMs datapool ids that read this task's data under another id (``cnn_daily_mail``): a
+    config naming one is this task's. A datapool id equal to the task's id needs no entry."""
     data: DataSpec | None = None
     datapool: Component | None = None
     """For generated tasks (the synthetic ones): a registered datapool instead of files."""
@@ -126,7 +121,9 @@ class TaskSpec(Strict):
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per profile (tiny, small, paper): a partial run config (tokenizer, env, alg,
     train_evaluation) whose ``alg`` holds what all algorithms share, plus ``algs``: per
-    algorithm id, an ``alg`` section merged over it."""
+    algorithm id, an ``alg`` section merged over it, and ``metrics``: entries that extend the
+    task's suite (a metric the task has gets these arguments; another is added). A
+    ``train_evaluation.metrics`` list replaces the suite instead."""
     directory: Path = Field(default=Path("."), exclude=True)
 
     def data_path(self, split: str) -> Path:

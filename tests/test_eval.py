@@ -12,7 +12,6 @@ from grue_bench.datapools import TaskPool
 from grue_bench.evaluation import load_predictions, score
 from grue_bench.metrics.diversity import Diversity
 from grue_bench.schema import Component
-from grue_bench.tasks import GRUE_TASKS
 
 # (key, value for predictions = first reference, value for empty predictions); exact unless noted.
 CEILING_AND_FLOOR = {
@@ -35,7 +34,7 @@ def _subset(task, n=20):
     return list(TaskPool.prepare("test", task=task))[:n]
 
 
-@pytest.mark.parametrize("task", GRUE_TASKS)
+@pytest.mark.parametrize("task", plugins.grue_tasks())
 def test_suite_ceilings_and_floors(task):
     spec = plugins.TASKS.get(task)
     samples = _subset(task)

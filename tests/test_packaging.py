@@ -8,7 +8,7 @@ import zipfile
 import pytest
 from conftest import REPO
 
-from grue_bench.tasks import GRUE_TASKS
+from grue_bench import plugins
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def wheel(tmp_path_factory):
 
 def test_wheel_contains_tasks_and_their_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for task in GRUE_TASKS:
+    for task in plugins.grue_tasks():
         assert f"grue_bench/_bundled/tasks/{task}/task.yaml" in names
         assert f"grue_bench/_bundled/tasks/{task}/data/test.jsonl" in names
         assert f"grue_bench/_bundled/tasks/{task}/data/SOURCE.md" in names

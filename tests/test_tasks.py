@@ -10,7 +10,6 @@ from grue_bench.datapools import SyntheticPool, TaskPool
 from grue_bench.errors import GrueError
 from grue_bench.plugins.components import checked_args
 from grue_bench.resolve import task_config
-from grue_bench.tasks import GRUE_TASKS
 
 SYNTHETIC = ("increasing_numbers", "dates")
 SPLIT_SIZES = {
@@ -29,22 +28,36 @@ VERSIONS = {"dates": 2, "increasing_numbers": 2}
 
 
 def test_all_tasks_are_registered_and_listed(run_grue):
-    assert set(GRUE_TASKS + SYNTHETIC) <= set(plugins.TASKS.ids())
+    assert set(plugins.grue_tasks() + SYNTHETIC) <= set(plugins.TASKS.ids())
     code, out, _ = run_grue("ls", "tasks")
     assert code == 0
-    for id in GRUE_TASKS + SYNTHETIC:
+    for id in plugins.grue_tasks() + SYNTHETIC:
         line = next(line for line in out.splitlines() if line.strip().startswith(id + " "))
         assert "INVALID" not in line and f" v{VERSIONS.get(id, 1)} " in line
 
 
-@pytest.mark.parametrize("task", GRUE_TASKS + SYNTHETIC)
+def test_the_grue_tasks_are_those_marked_in_their_folders_in_the_papers_order():
+    # no list in the code: each task.yaml gives its grue_order, the synthetic checks give none
+    paper = ("imdb", "commongen", "cnn_dailymail", "totto", "narrative_qa", "iwslt2017_en_de", "daily_dialog")
+    assert plugins.grue_tasks() == paper
+    assert all(plugins.TASKS.get(task).grue_order is None for task in SYNTHETIC)
+
+
+def test_an_rl4lms_datapool_id_names_the_task_whose_folder_lists_it():
+    assert plugins.task_reading("cnn_daily_mail") == "cnn_dailymail"  # listed in its task.yaml
+    assert plugins.task_reading("iwslt2017en_de") == "iwslt2017_en_de"
+    assert plugins.task_reading("imdb_seq2seq") == plugins.task_reading("imdb") == "imdb"
+    assert plugins.task_reading("crd3") is None  # RL4LMs data no task ships
+
+
+@pytest.mark.parametrize("task", plugins.grue_tasks() + SYNTHETIC)
 def test_every_task_yaml_validates(run_grue, task):
     code, out, err = run_grue("validate", str(REPO / "tasks" / task / "task.yaml"))
     assert code == 0, err
     assert f"(task '{task}' v{VERSIONS.get(task, 1)})" in out
 
 
-@pytest.mark.parametrize("task", GRUE_TASKS)
+@pytest.mark.parametrize("task", plugins.grue_tasks())
 def test_shipped_splits_load_with_their_sizes_and_sources(task):
     spec = plugins.TASKS.get(task)
     sizes = tuple(len(TaskPool.prepare(split, task=task)) for split in ("train", "validation", "test"))
@@ -150,7 +163,7 @@ def test_totto_linearizer_reproduces_every_shipped_prompt():
 
 
 def test_hub_converters_on_hub_shaped_rows():
-    convert = {t: plugins.TASKS.get(t).resolve("hooks:from_hub") for t in GRUE_TASKS}
+    convert = {t: plugins.TASKS.get(t).resolve("hooks:from_hub") for t in plugins.grue_tasks()}
     imdb = convert["imdb"]({"text": "one two three four", "label": 1}, 0)
     assert imdb["prompt"] == "one two" and imdb["references"] == ["three four"] and imdb["label"] == 1
     gen = convert["commongen"](
@@ -250,3 +263,26 @@ def test_run_config_composition_per_algorithm():
     assert ppo["alg"]["policy"]["id"] == "causal_lm_actor_critic_policy"
     with pytest.raises(GrueError, match="has no profile 'huge'"):
         task_config(spec, "ppo", "huge")
+
+
+def test_a_profiles_metrics_extend_the_tasks_suite():
+    from grue_bench.resolve import extended_metrics
+
+    suite = [{"id": "rouge", "args": {}}, {"id": "causal_perplexity", "args": {"stride": 128}}]
+    profile = [{"id": "causal_perplexity", "args": {"max_length": 1024}}, {"id": "bleu"}]
+    assert extended_metrics(suite, profile) == [
+        {"id": "rouge", "args": {}},
+        {"id": "causal_perplexity", "args": {"stride": 128, "max_length": 1024}},
+        {"id": "bleu"},
+    ]
+    assert suite[1]["args"] == {"stride": 128}  # the task's own list is left as it was
+    # IMDB's small profile names only the metric it changes; the rest is the task's suite, in order
+    small = task_config(plugins.TASKS.get("imdb"), "ppo", "small")["train_evaluation"]["metrics"]
+    assert [(m["id"], m["args"]) for m in small] == [
+        ("learned_reward", {}),
+        ("vader_sentiment", {}),
+        ("causal_perplexity", {"max_length": 1024, "stride": 512}),
+        ("diversity", {}),
+        ("meteor", {}),
+        ("rouge", {}),
+    ]

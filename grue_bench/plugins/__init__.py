@@ -127,3 +127,19 @@ REGISTRIES: dict[str, Registry] = {
     registry.kind: registry
     for registry in (TASKS, DATAPOOLS, REWARDS, METRICS, ALGORITHMS, POLICIES, POST_PROCESSORS)
 }
+
+
+def grue_tasks() -> tuple[str, ...]:
+    """What ``--task all`` means: the tasks whose ``task.yaml`` gives a ``grue_order`` (GRUE's
+    seven), in that order."""
+    specs = [TASKS.get(id) for id in TASKS.ids()]
+    return tuple(spec.id for spec in sorted(specs, key=lambda spec: spec.grue_order or 0) if spec.grue_order)
+
+
+def task_reading(pool_id: str) -> str | None:
+    """The task whose data the RL4LMs datapool ``pool_id`` reads: the task of that id, or the one
+    listing it under ``rl4lms_datapools``; None when none does."""
+    if pool_id in TASKS:
+        return pool_id
+    readers = [id for id in TASKS.ids() if pool_id in TASKS.get(id).rl4lms_datapools]
+    return readers[0] if readers else None

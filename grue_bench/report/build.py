@@ -23,7 +23,7 @@ from grue_bench.report.results import ProfileResults, Results
 from grue_bench.report.schema import Leaderboard, load_schema
 from grue_bench.report.table import Cell, Column, Table
 from grue_bench.store import Store
-from grue_bench.tasks import GRUE_TASKS, TaskSpec
+from grue_bench.tasks import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def build_report(
 def task_infos(task_ids: list[str], schema: Leaderboard) -> list[TaskInfo]:
     """GRUE's tasks in the paper's order, then the other registered ones, then the unknown ones, each by
     display name; with page files and headlines (each task's own, its direction from the schema)."""
-    order = {task: i for i, task in enumerate(GRUE_TASKS)}
+    order = {task: i for i, task in enumerate(plugins.grue_tasks())}
     specs = {task: registered_task(task) for task in task_ids}
     names = {task: _display_name(task, spec) for task, spec in specs.items()}
     rank = {task: (order.get(task, len(order)), specs[task] is None, names[task]) for task in task_ids}

@@ -218,6 +218,19 @@ def _list_index(items: list[Any], part: str, key: str, where: str) -> int:
     return int(part)
 
 
+def extended_metrics(task_metrics: list[dict[str, Any]], profile_metrics: list[Any]) -> list[dict[str, Any]]:
+    """A task's metric suite as a profile's ``metrics`` extends it: an entry naming a metric the task
+    has merges its ``args`` over that metric's, in its place; any other is added at the end."""
+    merged = [dict(metric) for metric in task_metrics]
+    for entry in profile_metrics:
+        at = next((m for m in merged if isinstance(entry, dict) and m["id"] == entry.get("id")), None)
+        if at is None:
+            merged.append(entry)
+        else:
+            at["args"] = {**(at.get("args") or {}), **(entry.get("args") or {})}
+    return merged
+
+
 def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
     """The run config (plain data) task ``spec`` gives ``alg_id`` under ``profile``."""
     if profile not in spec.profiles:
@@ -236,8 +249,8 @@ def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
         alg.setdefault("policy", {}).setdefault("id", f"{kind}{spec.model_type}_lm_actor_critic_policy")
     else:
         alg = {"model_type": spec.model_type, **per_alg.get(alg_id, {})}
-    partial.setdefault("train_evaluation", {})
-    partial["train_evaluation"].setdefault("metrics", [m.model_dump() for m in spec.metrics])
+    metrics = extended_metrics([m.model_dump() for m in spec.metrics], partial.pop("metrics", []) or [])
+    partial["train_evaluation"] = {"metrics": metrics, **(partial.get("train_evaluation") or {})}
     return {
         "task": spec.id,
         "profile": profile,

@@ -18,19 +18,9 @@ from grue_bench.errors import GrueError
 from grue_bench.resolve import apply_override, build_config, check_task, task_config
 from grue_bench.resolve.offline import OFFLINE_PROFILES, offline_models
 from grue_bench.schema import deep_merge
-from grue_bench.tasks import GRUE_TASKS
 from grue_bench.yamlio import read_yaml_mapping
 
 log = logging.getLogger(__name__)
-
-RL4LMS_POOL_TASKS = {
-    "cnn_daily_mail": "cnn_dailymail",
-    "iwslt2017en_de": "iwslt2017_en_de",
-    "imdb_seq2seq": "imdb",
-}
-"""RL4LMs datapool ids that differ from the id of the task whose data they read (the others
-are the same, e.g. ``imdb``)."""
-
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -75,7 +65,7 @@ def parse_list(text: str, what: str) -> list[str]:
 
 def resolve_tasks(text: str) -> list[str]:
     """Task ids from ``--task`` (``all`` = the seven GRUE tasks); unknown ids are errors."""
-    tasks = list(GRUE_TASKS) if text == "all" else parse_list(text, "task")
+    tasks = list(plugins.grue_tasks()) if text == "all" else parse_list(text, "task")
     for task in tasks:
         if task not in plugins.TASKS:
             raise plugins.TASKS.unknown(task, source="--task")
@@ -137,8 +127,8 @@ def infer_task(data: dict[str, Any]) -> str | None:
     pool = _component_id(data, "datapool")
     if pool is None:
         return None
-    task = RL4LMS_POOL_TASKS.get(pool, pool)
-    if task in plugins.TASKS:
+    task = plugins.task_reading(pool)
+    if task is not None:
         return task
     # a generic pool (RL4LMs's dummy_pool): the task declaring it with the config's reward
     reward = _component_id(data, "reward_fn")

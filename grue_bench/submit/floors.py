@@ -48,7 +48,7 @@ from grue_bench.paths import cache_dir
 from grue_bench.report.evidence import ReferenceRow
 from grue_bench.report.schema import load_schema
 from grue_bench.schema import Component
-from grue_bench.tasks import GRUE_TASKS, TaskSpec
+from grue_bench.tasks import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +229,7 @@ def write_shipped(tasks: Sequence[str] | None = None) -> list[Path]:
     """Write ``floors.json`` into each task folder (default: every GRUE task) from its shipped test
     split and default suite; returns the files written."""
     written = []
-    for task_id in tasks or GRUE_TASKS:
+    for task_id in tasks or plugins.grue_tasks():
         spec = plugins.TASKS.get(task_id)
         samples = list(TaskPool.prepare("test", task=task_id))
         key = cache_key(spec, "test", list(spec.metrics), samples)

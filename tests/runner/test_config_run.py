@@ -7,11 +7,11 @@ import sys
 import pytest
 from conftest import RL4LMS_CONFIGS, RL4LMS_TASK_CONFIGS
 
+from grue_bench import plugins
 from grue_bench.classifiers.judges import CURRENT_JUDGES
 from grue_bench.errors import GrueError
 from grue_bench.resolve.grid import build_specs, resolve_grid
 from grue_bench.store import Store
-from grue_bench.tasks import GRUE_TASKS
 
 IMDB_PPO = RL4LMS_TASK_CONFIGS / "imdb_text_continuation" / "gpt2_ppo.yml"
 """RL4LMs's own IMDB PPO config, unchanged (see SOURCE.md)."""
@@ -47,7 +47,7 @@ def test_a_generic_datapool_is_the_task_declaring_it_with_the_config_reward(tmp_
 
 
 def test_without_a_config_the_defaults_are_the_grue_tasks_and_ppo():
-    assert resolve_grid(None, None, None) == (list(GRUE_TASKS), ["ppo"])
+    assert resolve_grid(None, None, None) == (list(plugins.grue_tasks()), ["ppo"])
 
 
 def test_a_config_naming_no_task_needs_task(tmp_path):

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from grue_bench import plugins
 from grue_bench.submit.compare import ROWS, folder_name
 from grue_bench.submit.rescore import agrees, rescore
 from grue_bench.submit.validate import ValidSubmission, validate
-from grue_bench.tasks import GRUE_TASKS
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines"
-PROFILE_TASKS = {"tiny": tuple(GRUE_TASKS), "small": ("imdb", "daily_dialog")}
+PROFILE_TASKS = {"tiny": tuple(plugins.grue_tasks()), "small": ("imdb", "daily_dialog")}
 """The tasks each profile's reference baselines cover."""
 RESCORED_TASK = {"tiny": "totto", "small": "daily_dialog"}
 """The task whose seed 0 is re-scored here, per profile (one is enough to catch a drift)."""

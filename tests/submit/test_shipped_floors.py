@@ -11,10 +11,9 @@ from grue_bench import plugins
 from grue_bench.datapools import TaskPool
 from grue_bench.submit import floors
 from grue_bench.submit.floors import CEILING, COPY, EMPTY
-from grue_bench.tasks import GRUE_TASKS
 
 
-@pytest.mark.parametrize("task", GRUE_TASKS)
+@pytest.mark.parametrize("task", plugins.grue_tasks())
 def test_every_grue_task_ships_its_floors_for_its_current_inputs(task):
     """The shipped rows are used only while made from today's inputs; regenerate them with
     `python -m grue_bench.submit.floors` when this fails."""
