@@ -22,6 +22,7 @@ from grue_bench.yamlio import read_yaml_mapping
 
 SPLITS = ("train", "validation", "test")
 
+
 class HubSource(Strict):
     """Where the full dataset lives on the Hugging Face hub."""
 

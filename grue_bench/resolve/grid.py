@@ -22,6 +22,7 @@ from grue_bench.yamlio import read_yaml_mapping
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run of the grid: a task, an algorithm (stages joined by '+'), a seed and its config."""
