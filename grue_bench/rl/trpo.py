@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from torch.nn.utils import parameters_to_vector
 
 from grue_bench.rl.advantages import masked_mean
 from grue_bench.rl.algorithm import OnPolicyAlgorithm, adamw
@@ -39,6 +39,15 @@ def surrogate(batch: Rollout, logp_all: torch.Tensor) -> torch.Tensor:
 def kl_divergence(old_logp_all: torch.Tensor, logp_all: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """mean KL(pi_old(.|s) || pi(.|s)) over the response tokens."""
     return masked_mean((old_logp_all.exp() * (old_logp_all - logp_all)).sum(-1), mask)
+
+
+def copy_into(params: list[torch.Tensor], vector: torch.Tensor) -> None:
+    """Write ``vector`` into ``params``, each in its own storage (``vector_to_parameters`` would
+    make them views of the vector: other memory, and matrix products that round differently from
+    those of a run resumed with the same values, which would not then repeat it bit for bit)."""
+    with torch.no_grad():
+        for param, values in zip(params, vector.split([p.numel() for p in params]), strict=True):
+            param.copy_(values.view_as(param))
 
 
 def flat_grad(output: torch.Tensor, params: list[torch.Tensor], **kwargs) -> torch.Tensor:
@@ -188,11 +197,11 @@ class TRPO(OnPolicyAlgorithm):
         args = self.args
         old_params = parameters_to_vector(params)
         for attempt in range(args.line_search_max_iter):
-            vector_to_parameters(old_params + args.line_search_shrinking_factor**attempt * full_step, params)
+            copy_into(params, old_params + args.line_search_shrinking_factor**attempt * full_step)
             value, kl = self._surrogate_and_kl(parts, pg.old_logp_all)
             if kl <= args.target_kl and value > pg.surrogate:
                 return kl
-        vector_to_parameters(old_params, params)
+        copy_into(params, old_params)
         return None
 
     def _train_critic(self, rollout: Rollout) -> float:
