@@ -1,11 +1,11 @@
 """``report_to``: every metric row of the store reaches each experiment tracker at its iteration,
 from the process that runs the run; offline (W&B offline, MLflow's file store, TensorBoard's event
-files). Trackio is tested through a fake module that records its calls (the real one is optional)."""
+files, Trackio's local database)."""
 
 from __future__ import annotations
 
 import json
-import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -30,41 +30,28 @@ TINY = [
     "datapool.args.n_samples=8",
 ]
 
-FAKE_TRACKIO = """
-import json, os
 
-def _write(call, **fields):
-    with open(os.environ["FAKE_TRACKIO_LOG"], "a") as out:
-        out.write(json.dumps({"call": call, "pid": os.getpid(), **fields}) + "\\n")
-
-class Run:
-    def __init__(self, name):
-        self.name = name
-
-    def log(self, metrics, step=None):
-        _write("log", name=self.name, metrics=metrics, step=step)
-
-    def finish(self):
-        _write("finish", name=self.name)
-
-def init(project, name=None, config=None, space_id=None):
-    _write("init", project=project, name=name, config=config)
-    return Run(name)
-"""
+def trackio_curves(folder: Path) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """Per Trackio run name, each logged metric's (step, value) points, read from the local
+    project database Trackio writes (``$TRACKIO_DIR/<project>.db``)."""
+    with sqlite3.connect(folder / "grue-bench.db") as db:
+        rows = db.execute("SELECT run_name, step, metrics FROM metrics ORDER BY id").fetchall()
+    curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for name, step, metrics in rows:
+        for key, value in json.loads(metrics).items():
+            curves.setdefault(name, {}).setdefault(key, []).append((step, value))
+    return {name: {key: sorted(points) for key, points in found.items()} for name, found in curves.items()}
 
 
 @pytest.fixture
 def offline_trackers(tmp_path, monkeypatch):
-    """Every tracker offline and writing under ``tmp_path``; a fake ``trackio`` first on the path
-    of this process and of the workers it spawns."""
-    fake = tmp_path / "fake"
-    (fake / "trackio").mkdir(parents=True)
-    (fake / "trackio" / "__init__.py").write_text(FAKE_TRACKIO)
-    monkeypatch.syspath_prepend(str(fake))
-    monkeypatch.delitem(sys.modules, "trackio", raising=False)
+    """Every tracker offline and writing under ``tmp_path`` (Trackio into ``tmp_path/trackio``, read
+    again by a fresh import in this process: its folder is fixed when it is imported)."""
+    need_module("trackio")
+    for name in [name for name in sys.modules if name == "trackio" or name.startswith("trackio.")]:
+        monkeypatch.delitem(sys.modules, name)
     env = {
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(fake), os.environ.get("PYTHONPATH")])),
-        "FAKE_TRACKIO_LOG": str(tmp_path / "trackio.jsonl"),
+        "TRACKIO_DIR": str(tmp_path / "trackio"),
         "WANDB_MODE": "offline",
         "WANDB_DIR": str(tmp_path),
         "WANDB_SILENT": "true",
@@ -180,17 +167,11 @@ def test_each_run_logs_the_stores_metrics_to_every_tracker(offline_trackers, run
         assert run.data.tags["alg"] == "ppo" and run.data.tags["seed"] == label[-1]
         assert run.data.params["train_evaluation.n_iters"] == "2"
 
-    # Trackio (fake): each run logged from the worker that ran it, then finished
-    calls = [json.loads(line) for line in (tmp / "trackio.jsonl").read_text().splitlines()]
+    # Trackio (the real package, local): one run per grid run, every curve at its iterations
+    logged = trackio_curves(tmp / "trackio")
+    assert sorted(logged) == sorted(stored)
     for label, curves in stored.items():
-        mine = [call for call in calls if call["name"] == label]
-        assert mine[0]["call"] == "init" and mine[-1]["call"] == "finish"
-        assert len({call["pid"] for call in mine}) == 1
-        logged_curves: dict = {}
-        for call in mine:
-            for name, value in call.get("metrics", {}).items():
-                logged_curves.setdefault(name, []).append((call["step"], value))
-        assert_same({name: sorted(points) for name, points in logged_curves.items()}, curves)
+        assert_same(logged[label], curves)
 
 
 def test_a_tracker_not_installed_is_refused_before_any_run(run_grue, tmp_path, monkeypatch):
@@ -231,8 +212,7 @@ def test_a_failing_run_finishes_its_tracker_runs_as_failed(offline_trackers):
     client = MlflowClient(f"file:{tmp / 'mlruns'}")
     (run,) = client.search_runs([client.get_experiment_by_name("grue-bench").experiment_id])
     assert run.info.status == "FAILED" and run.data.metrics == {"rollout/reward": 0.5}
-    calls = [json.loads(line)["call"] for line in (tmp / "trackio.jsonl").read_text().splitlines()]
-    assert calls == ["init", "log", "finish"]
+    assert trackio_curves(tmp / "trackio") == {"increasing_numbers/ppo/seed0": {"rollout/reward": [(1, 0.5)]}}
 
 
 @pytest.mark.parametrize(
