@@ -22,8 +22,8 @@ def main() -> None:
 
     from grue_bench import plugins
     from grue_bench.datapools import TaskPool, task_corpus
-    from grue_bench.evaluation import score
     from grue_bench.models import load_base_lm
+    from grue_bench.scoring import score
 
     task = plugins.TASKS.get(args.task)
     samples = list(TaskPool.prepare(args.split, task=task.id))

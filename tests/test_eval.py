@@ -9,9 +9,9 @@ import torch
 
 from grue_bench import plugins
 from grue_bench.datapools import TaskPool
-from grue_bench.evaluation import load_predictions, score
 from grue_bench.metrics.diversity import Diversity
 from grue_bench.schema import Component
+from grue_bench.scoring import load_predictions, score
 
 # (key, value for predictions = first reference, value for empty predictions); exact unless noted.
 CEILING_AND_FLOOR = {

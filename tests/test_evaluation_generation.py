@@ -11,7 +11,7 @@ from grue_bench.errors import GrueError
 from grue_bench.postprocessing import three_sentence_summary
 from grue_bench.registry import Registry
 from grue_bench.resolve import build_config
-from grue_bench.runner.evaluate import evaluate
+from grue_bench.runner.evaluator import evaluate
 from grue_bench.runner.generation import generation_settings
 from grue_bench.yamlio import read_yaml_mapping
 

@@ -13,10 +13,10 @@ import pytest
 
 from grue_bench.cli import main
 from grue_bench.datapools import TaskPool
-from grue_bench.evaluation import sample_values, score
 from grue_bench.metrics.lexical import SacreBleu, Ter
 from grue_bench.report.intervals import difference_interval, mean_interval, verdict
 from grue_bench.schema import Component
+from grue_bench.scoring import sample_values, score
 from grue_bench.store import Store
 
 REPO = Path(__file__).resolve().parents[1]

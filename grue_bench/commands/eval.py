@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench import plugins
     from grue_bench.datapools import TaskPool
-    from grue_bench.evaluation import load_predictions, score
     from grue_bench.schema import Component
+    from grue_bench.scoring import load_predictions, score
 
     task = plugins.TASKS.get(args.task)
     samples = list(TaskPool.prepare(args.split, task=task.id, source=args.source))

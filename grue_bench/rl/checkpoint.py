@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy
 import torch
 
-if TYPE_CHECKING:  # the RNG helpers below serve light modules too (evaluation.py)
+if TYPE_CHECKING:  # the RNG helpers below serve light modules too (scoring.py)
     from grue_bench.rl.algorithm import OnPolicyAlgorithm
 
 STATE_FILE = "state.pt"

@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from grue_bench.rl.checkpoint import discard_staged, load_checkpoint, save_checkpoint, staged_dir
 from grue_bench.rl.trainer import Callback, Trainer
-from grue_bench.runner.evaluate import Evaluator, append_jsonl
+from grue_bench.runner.evaluator import Evaluator, append_jsonl
 from grue_bench.runner.recorder import Recorder
 
 log = logging.getLogger(__name__)
@@ -110,11 +110,11 @@ class RecordStats(Callback):
         self.bar.close()
 
 
-def final_evaluation(evaluate: Evaluator, lm, iteration: int) -> tuple[dict, dict]:
+def final_evaluation(evaluator: Evaluator, lm, iteration: int) -> tuple[dict, dict]:
     """Validation and test of the trained ``lm``: per split, its scores and its generations."""
     final, generations = {}, {}
     for split in ("validation", "test"):
-        final[split], generations[split] = evaluate(lm, split, iteration)
+        final[split], generations[split] = evaluator(lm, split, iteration)
     return final, generations
 
 
@@ -122,8 +122,8 @@ class Evaluations(Callback):
     """Validation every ``every`` iterations (not at the last: the final evaluation covers it),
     then validation and test after the last iteration, kept as ``final`` and ``generations``."""
 
-    def __init__(self, evaluate: Evaluator, recorder: Recorder, every: int) -> None:
-        self.evaluate = evaluate
+    def __init__(self, evaluator: Evaluator, recorder: Recorder, every: int) -> None:
+        self.evaluator = evaluator
         self.recorder = recorder
         self.every = every
         self.final: dict[str, dict[str, float]] = {}
@@ -141,13 +141,13 @@ class Evaluations(Callback):
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
         iteration = trainer.iteration
         if iteration % self.every == 0 and iteration < trainer.n_iters:
-            table, rows = self.evaluate(trainer.algorithm.model, "validation", iteration)
+            table, rows = self.evaluator(trainer.algorithm.model, "validation", iteration)
             self.recorder.metrics(iteration, "validation", table)
             self.recorder.generations(iteration, "validation", rows)
 
     def on_train_end(self, trainer: Trainer) -> None:
         lm = trainer.algorithm.model
-        self.final, self.generations = final_evaluation(self.evaluate, lm, trainer.iteration)
+        self.final, self.generations = final_evaluation(self.evaluator, lm, trainer.iteration)
 
 
 class CheckpointEvery(Callback):

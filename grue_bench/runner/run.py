@@ -28,7 +28,7 @@ from grue_bench.rl.checkpoint import CHECKPOINT, discard_staged
 from grue_bench.rl.trainer import Callback, Trainer
 from grue_bench.runner.assemble import Run, build_run, final_peft
 from grue_bench.runner.callbacks import CheckpointEvery, Evaluations, RecordStats, final_evaluation
-from grue_bench.runner.evaluate import Evaluator, append_jsonl
+from grue_bench.runner.evaluator import Evaluator, append_jsonl
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
 from grue_bench.runner.trackers import Trackers, TrackingRecorder
@@ -180,7 +180,7 @@ def _supervised_steps(out: Path) -> int:
 
 def _finish(
     spec: RunSpec,
-    evaluate: Evaluator,
+    evaluator: Evaluator,
     lm,
     iteration: int,
     final,
@@ -190,10 +190,10 @@ def _finish(
 ) -> RunOutcome:
     """The final model on disk (an adapter alone, as peft saves it, unless ``peft.merge``) with its
     card; the run's results for the writer."""
-    peft = final_peft(evaluate.config)
-    (merged(lm) if peft is not None and peft.merge else lm).save_pretrained(evaluate.out / "model")
-    evaluate.tokenizer.save_pretrained(evaluate.out / "model")
+    peft = final_peft(evaluator.config)
+    (merged(lm) if peft is not None and peft.merge else lm).save_pretrained(evaluator.out / "model")
+    evaluator.tokenizer.save_pretrained(evaluator.out / "model")
     trained = TrainedRun(spec.task, spec.alg, spec.seed, model_name, spec.config, final["test"])
-    write_model_card(evaluate.out / "model", trained)
+    write_model_card(evaluator.out / "model", trained)
     duration = time.perf_counter() - started
-    return RunOutcome(iteration, final, generations, model_name, duration, dict(evaluate.skipped))
+    return RunOutcome(iteration, final, generations, model_name, duration, dict(evaluator.skipped))

@@ -21,8 +21,8 @@ from grue_bench.classifiers.judges import judges_of, with_judges
 from grue_bench.data import Sample
 from grue_bench.datapools import TaskPool
 from grue_bench.errors import GrueError
-from grue_bench.evaluation import score
 from grue_bench.schema import Component
+from grue_bench.scoring import score
 from grue_bench.store import DONE, RunRecord, Store
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,6 @@ from pydantic import Field
 
 from grue_bench import plugins
 from grue_bench.errors import GrueError
-from grue_bench.evaluation import component_for, score
 from grue_bench.report.aggregate import Headline
 from grue_bench.report.collapse import output_stats
 from grue_bench.report.evidence import (
@@ -50,6 +49,7 @@ from grue_bench.report.intervals import (
 )
 from grue_bench.report.schema import Leaderboard, load_schema
 from grue_bench.schema import Component, Strict
+from grue_bench.scoring import component_for, score
 from grue_bench.submit.floors import task_rows
 from grue_bench.submit.validate import TaskGenerations, ValidSubmission, validate
 from grue_bench.yamlio import read_yaml_mapping

@@ -43,11 +43,11 @@ from grue_bench.classifiers.judges import CURRENT_JUDGES, with_judges
 from grue_bench.data import Sample, read_jsonl
 from grue_bench.datapools import TaskPool
 from grue_bench.errors import GrueError
-from grue_bench.evaluation import Scores, component_for, score
 from grue_bench.paths import cache_dir
 from grue_bench.report.evidence import ReferenceRow
 from grue_bench.report.schema import load_schema
 from grue_bench.schema import Component
+from grue_bench.scoring import Scores, component_for, score
 from grue_bench.tasks import TaskSpec
 
 log = logging.getLogger(__name__)

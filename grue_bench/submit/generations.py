@@ -1,7 +1,7 @@
 """Checking one generations file: size, UTF-8, JSON lines of ``{id, text}``, every test id exactly once.
 
 The file is read once (bounded, without following links); those exact bytes are hashed and given to
-``grue_bench.evaluation.load_predictions``, the reader of ``grue eval``.
+``grue_bench.scoring.load_predictions``, the reader of ``grue eval``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
-from grue_bench.evaluation import load_predictions
+from grue_bench.scoring import load_predictions
 from grue_bench.submit import files
 from grue_bench.submit.format import MAX_FILE_BYTES, MAX_TEXT_CHARS
 from grue_bench.submit.problems import shorten

@@ -1,6 +1,6 @@
 """Re-scoring a submission's generations with each task's metric suite; stated numbers are only compared.
 
-The scores come from ``grue_bench.evaluation.score`` on the texts ``load_predictions`` read, exactly as
+The scores come from ``grue_bench.scoring.score`` on the texts ``load_predictions`` read, exactly as
 ``grue eval --task ID --predictions FILE`` computes them. Metrics that need the policy's model
 (perplexity) cannot run on submitted text and are reported as skipped, never as 0.
 """
@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from grue_bench import plugins
-from grue_bench.evaluation import Scores, score
+from grue_bench.scoring import Scores, score
 from grue_bench.submit.validate import ValidSubmission
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from conftest import RL4LMS_TASK_CONFIGS
 
 from grue_bench.resolve.grid import build_specs, resolve_grid
 from grue_bench.runner.assemble import Run, load_base, load_pool
-from grue_bench.runner.evaluate import evaluate
+from grue_bench.runner.evaluator import evaluate
 
 CONFIGS = sorted(RL4LMS_TASK_CONFIGS.glob("*/*.yml"))
 RL_SIZES = ["train_evaluation.n_iters=1", "alg.args.n_steps=4", "alg.args.batch_size=8"]

@@ -13,10 +13,10 @@ from tqdm.auto import tqdm
 from grue_bench import plugins
 from grue_bench.config import RunConfig
 from grue_bench.data import Sample
-from grue_bench.evaluation import Scores, score
 from grue_bench.postprocessing import post_process
 from grue_bench.rl.rollout import generate
 from grue_bench.runner.generation import evaluation_generation_kwargs, generation_settings
+from grue_bench.scoring import Scores, score
 
 
 def evaluate(
