@@ -121,14 +121,15 @@ class OnPolicyAlgorithm:
         return self.unwrapped.lm
 
     def state_dict(self) -> dict[str, Any]:
-        """The tensors a checkpoint keeps (``rl/checkpoint.py``; the iteration and KL coefficient go
-        beside them as numbers): the trained weights, the optimizer's state and the generator of
-        the minibatches' order."""
+        """What a checkpoint keeps of it (``rl/checkpoint.py``, beside the iteration and the random
+        states): the trained weights, the optimizer's state, the generator of the minibatches'
+        order and the KL coefficient (adaptive, it moves)."""
         policy = self.unwrapped
         return {
             "policy": trained_state(policy, frozen_names(policy)),
             "optimizer": self.optimizer.state_dict(),
             "shuffle_rng": self.shuffle_rng.get_state(),
+            "kl_coef": self.kl.value,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -137,6 +138,7 @@ class OnPolicyAlgorithm:
         load_trained_state(policy, state["policy"], frozen_names(policy))
         self.optimizer.load_state_dict(state["optimizer"])
         self.shuffle_rng.set_state(state["shuffle_rng"])
+        self.kl.value = state["kl_coef"]
 
     def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
         """AdamW over what trains (with an adapter: its weights and the value head)."""

@@ -19,17 +19,26 @@ import json
 import random
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy
 import torch
 
-if TYPE_CHECKING:  # the RNG helpers below serve light modules too (scoring.py)
-    from grue_bench.rl.algorithm import OnPolicyAlgorithm
-
 STATE_FILE = "state.pt"
 META_FILE = "meta.json"
 CHECKPOINT = "checkpoint"
+
+
+class Checkpointable(Protocol):
+    """What a checkpoint saves and restores: an RL algorithm, or the supervised stage."""
+
+    iteration: int
+
+    def state_dict(self) -> dict[str, Any]:
+        """Its state: tensors, numbers and lists (``torch.load``'s ``weights_only`` reads them)."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
 
 
 def staged_dir(run_dir: Path, iteration: int) -> Path:
@@ -59,7 +68,7 @@ def discard_staged(run_dir: Path, keep: int | None = None) -> None:
             shutil.rmtree(staged, ignore_errors=True)
 
 
-def save_checkpoint(directory: Path, algorithm: OnPolicyAlgorithm, rng_state: Any) -> None:
+def save_checkpoint(directory: Path, algorithm: Checkpointable, rng_state: Any) -> None:
     """Write the algorithm's state and the random states atomically (a temporary folder renamed
     into place)."""
     tmp = directory.with_name(directory.name + ".tmp")
@@ -68,7 +77,6 @@ def save_checkpoint(directory: Path, algorithm: OnPolicyAlgorithm, rng_state: An
     torch.save({**algorithm.state_dict(), **torch_rng_state()}, tmp / STATE_FILE)
     meta = {
         "iteration": algorithm.iteration,
-        "kl_coef": algorithm.kl.value,
         "rng_state": _jsonable(rng_state),
         **host_rng_state(),
     }
@@ -77,7 +85,7 @@ def save_checkpoint(directory: Path, algorithm: OnPolicyAlgorithm, rng_state: An
     tmp.rename(directory)
 
 
-def load_checkpoint(directory: Path, algorithm: OnPolicyAlgorithm) -> tuple | None:
+def load_checkpoint(directory: Path, algorithm: Checkpointable) -> tuple | None:
     """Restore the algorithm from ``directory``; returns the saved sampler RNG state (None if absent)."""
     if not (directory / META_FILE).is_file():
         return None
@@ -85,9 +93,10 @@ def load_checkpoint(directory: Path, algorithm: OnPolicyAlgorithm) -> tuple | No
     # on the CPU, then copied into the parameters wherever they are: torch cannot map to the
     # device "cpu:0" that a process of a CPU launch has
     state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
+    if "kl_coef" in meta:  # a checkpoint written before 2026-11-27 kept it here
+        state["kl_coef"] = meta["kl_coef"]
     algorithm.load_state_dict(state)
     algorithm.iteration = meta["iteration"]
-    algorithm.kl.value = meta["kl_coef"]
     set_torch_rng_state(state)
     set_host_rng_state(meta)
     return _tupled(meta["rng_state"])

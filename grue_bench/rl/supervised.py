@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from grue_bench.data import Sample
 from grue_bench.rl.hparams import SupervisedArgs
-from grue_bench.rl.policy import causal_position_ids
+from grue_bench.rl.policy import causal_position_ids, frozen_names, load_trained_state, trained_state
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,10 @@ class Supervised:
         self.losses: list[float] = []
         """The training loss of every batch so far."""
         self._fitting: Iterator[None] | None = None
+        self._scheduler: Any = None
+        self._position = (0, 0)
+        """(epoch, batches of it done): where the fit is."""
+        self._resumed: dict[str, Any] | None = None
 
     @property
     def model(self):
@@ -152,6 +156,24 @@ class Supervised:
         self.lm.train()
         return sum(losses) / len(losses)
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps of a fit under way (``rl/checkpoint.py``, beside the iteration
+        and the random states): the trained weights, the optimizer's and the learning-rate
+        schedule's states, where in which epoch it is and every batch's loss so far."""
+        return {
+            "policy": trained_state(self.model, frozen_names(self.model)),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self._scheduler.state_dict(),
+            "position": list(self._position),
+            "losses": list(self.losses),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned; the fit goes on from its batch at the next step."""
+        load_trained_state(self.model, state["policy"], frozen_names(self.model))
+        self.losses = list(state["losses"])
+        self._resumed = state
+
     def step(self, pool: Sequence[Sample], rng: random.Random) -> dict[str, float]:
         """Optimizer steps on ``pool``'s references (the same pool at every call) up to the next
         multiple of ``logging_steps`` or the fit's end; returns the mean loss of their batches as
@@ -174,22 +196,31 @@ class Supervised:
         epochs = self.args.num_train_epochs
         batches_per_epoch = self._batch_count(samples)
         total = max(1, math.ceil(batches_per_epoch * epochs / self.args.gradient_accumulation_steps))
-        scheduler = get_scheduler(
+        self._scheduler = scheduler = get_scheduler(
             self.args.lr_scheduler_type,
             self.optimizer,
             num_warmup_steps=self.args.warmup_steps,
             num_training_steps=total,
         )
-        steps_left = math.ceil(batches_per_epoch * epochs)
+        start = (0, 0)
+        if self._resumed is not None:  # from a checkpoint: the optimizer (its learning rate too, which
+            # making the schedule reset), the schedule and the batch to go on from
+            self.optimizer.load_state_dict(self._resumed["optimizer"])
+            scheduler.load_state_dict(self._resumed["scheduler"])
+            start = tuple(self._resumed["position"])
+        steps_left = math.ceil(batches_per_epoch * epochs) - start[0] * batches_per_epoch - start[1]
         with tqdm(total=steps_left, desc="supervised", unit="batch", leave=False) as bar:
-            for epoch in range(math.ceil(epochs)):
+            for epoch in range(start[0], math.ceil(epochs)):
                 for number, batch in enumerate(self._batches(samples, shuffle=True, seed=self.seed + epoch)):
+                    if epoch == start[0] and number < start[1]:
+                        continue  # done before the checkpoint
                     if steps_left == 0:
                         break
                     loss = self._loss(batch) / self.args.gradient_accumulation_steps
                     self.accelerator.backward(loss)
                     self.losses.append(float(loss.detach()) * self.args.gradient_accumulation_steps)
                     steps_left -= 1
+                    self._position = (epoch, number + 1)
                     bar.update(1)
                     bar.set_postfix(loss=f"{self.losses[-1]:.3f}")
                     # the epoch's last, partial accumulation is stepped too (Hugging Face

@@ -100,7 +100,9 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
         _record_test(evaluator, recorder, lm, BEFORE_TRAINING)
 
     if spec.alg == "supervised":  # its iterations are optimizer steps
-        lm, steps, final, generations = _supervised_run(run, recorder, evaluator, lm, out, device, position)
+        lm, steps, final, generations = _supervised_run(
+            run, recorder, evaluator, lm, out, device, position, checkpoint_dir if resuming else None
+        )
         outcome = _finish(spec, evaluator, lm, steps, final, generations, run.base.name, started)
         shutil.rmtree(out / "warm_start")  # model/ holds it now: one checkpoint kept (save_total_limit)
         return outcome
@@ -150,19 +152,30 @@ class SaveFit(Callback):
         stage.tokenizer.save_pretrained(self.out / "warm_start")  # a folder load_base_lm reads
 
 
-def _supervised_run(run: Run, recorder: Recorder, evaluator: Evaluator, lm, out: Path, device, position: int):
-    """A supervised run: the references fitted in the one loop, validated every ``logging_steps``
-    optimizer steps as RL4LMs does, then validated and tested; or, for a run killed after its fit,
-    the fit it left in ``warm_start/`` reloaded and evaluated. Returns the LM, its optimizer steps,
-    and the final scores and generations."""
+def _supervised_run(
+    run: Run,
+    recorder: Recorder,
+    evaluator: Evaluator,
+    lm,
+    out: Path,
+    device,
+    position: int,
+    resume_from: Path | None,
+):
+    """A supervised run: the references fitted in the one loop, validated and checkpointed every
+    ``logging_steps`` optimizer steps (where RL4LMs validates), then validated and tested; a run
+    killed during its fit goes on from its last checkpoint, one killed after it reloads the fit it
+    left in ``warm_start/``. Returns the LM, its optimizer steps, the final scores and generations."""
     warm = out / "warm_start"
     if (warm / "config.json").is_file():
         lm = load_base_lm(run.model_type, model_name=str(warm)).model.to(device)
         steps = _supervised_steps(out)
         return lm, steps, *final_evaluation(evaluator, lm, steps)
     stage = run.supervised(lm)
-    evaluations = Evaluations(evaluator, recorder, stage.args.logging_steps)
-    run.train(stage, [RecordStats(recorder, out, run.label, position), SaveFit(out), evaluations])
+    every = stage.args.logging_steps
+    evaluations = Evaluations(evaluator, recorder, every)
+    recording = [RecordStats(recorder, out, run.label, position), SaveFit(out), evaluations]
+    run.train(stage, [*recording, CheckpointEvery(recorder, out, every)], resume_from=resume_from)
     return stage.model, stage.iteration, evaluations.final, evaluations.generations
 
 

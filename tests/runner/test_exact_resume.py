@@ -5,6 +5,7 @@ import signal
 import subprocess
 
 import pytest
+import torch
 
 from grue_bench import plugins
 from grue_bench.resolve import apply_override, build_config, task_config
@@ -104,3 +105,33 @@ def test_every_algorithm_resumed_from_its_checkpoint_repeats_the_uninterrupted_i
     assert len(history) == 4 and trainer.iteration == 4
     assert [numbers(s) for s in trainer.history] == [numbers(s) for s in history[2:]]
     assert history[2] != history[3]  # the iterations differ: the comparison is not vacuous
+
+
+def test_a_supervised_fit_resumed_from_its_checkpoint_repeats_the_uninterrupted_fit(tmp_path):
+    """Checkpointed at a logging period in the middle of its first epoch (2 batches a step), a
+    fit resumed in a freshly seeded run takes the same steps: the same losses and weights."""
+    data = task_config(plugins.TASKS.get("commongen"), "supervised", "tiny")
+    for assignment in (
+        "datapool={id: commongen, args: {max_samples: 24}}",
+        "alg.training_args.per_device_train_batch_size=8",
+        "alg.training_args.gradient_accumulation_steps=2",
+        "alg.training_args.logging_steps=2",
+        "alg.training_args.num_train_epochs=2",
+    ):
+        apply_override(data, assignment)
+    config = build_config(data, "exact resume supervised")
+
+    def fitted(*callbacks, resume_from=None):
+        run = build_run(config, 0, splits=("train",))
+        stage = run.supervised(run.base.model)
+        return stage, run.train(stage, callbacks, resume_from=resume_from)
+
+    whole, whole_trainer = fitted()
+    assert whole.iteration == whole.n_steps(build_run(config, 0, ("train",)).pools["train"]) > 4
+    fitted(StopAfterCheckpoint(tmp_path / "checkpoint", at=2))
+    resumed, trainer = fitted(resume_from=tmp_path / "checkpoint")
+
+    assert resumed.iteration == whole.iteration and resumed.losses == whole.losses
+    assert trainer.history == whole_trainer.history[1:]  # the logging periods after the checkpoint
+    before, after = whole.model.state_dict(), resumed.model.state_dict()
+    assert all(torch.equal(before[name], after[name]) for name in before)
