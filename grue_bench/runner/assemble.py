@@ -104,7 +104,8 @@ class Run:
         """The configured on-policy algorithm around ``lm``, rewarded by the config's reward (or
         ``reward_fn``); the run's seed orders its minibatches."""
         config = self.config
-        reward_fn = reward_fn if reward_fn is not None else build_reward(config)  # before any weight is drawn
+        # the reward first, as it always was built: a learned reward may draw from the random state
+        reward_fn = reward_fn if reward_fn is not None else build_reward(config)
         algorithm_cls = plugins.ALGORITHMS.get(config.alg.id)
         hparams = algorithm_cls.Args.model_validate(config.alg.args)
         policy_args = plugins.POLICIES.get(config.alg.policy.id).model_validate(config.alg.policy.args)
