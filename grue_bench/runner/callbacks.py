@@ -122,18 +122,26 @@ class Evaluations(Callback):
     """Validation every ``every`` iterations (not at the last: the final evaluation covers it),
     then validation and test after the last iteration, kept as ``final`` and ``generations``."""
 
-    def __init__(self, evaluator: Evaluator, recorder: Recorder, every: int) -> None:
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        recorder: Recorder,
+        every: int,
+        every_key: str = "train_evaluation.eval_every",
+    ) -> None:
         self.evaluator = evaluator
         self.recorder = recorder
         self.every = every
+        self.every_key = every_key
+        """The config key ``every`` comes from, for the log (a supervised run's is its logging_steps)."""
         self.final: dict[str, dict[str, float]] = {}
         self.generations: dict[str, list[dict[str, Any]]] = {}
 
     def on_train_start(self, trainer: Trainer) -> None:
         if self.every >= trainer.n_iters:
             log.info(
-                "train_evaluation.eval_every (%d) is not below n_iters (%d): validation runs after "
-                "the last iteration only",
+                "%s (%d) is not below the run's %d iterations: validation runs after the last one only",
+                self.every_key,
                 self.every,
                 trainer.n_iters,
             )

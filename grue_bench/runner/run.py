@@ -173,7 +173,7 @@ def _supervised_run(
         return lm, steps, *final_evaluation(evaluator, lm, steps)
     stage = run.supervised(lm)
     every = stage.args.logging_steps
-    evaluations = Evaluations(evaluator, recorder, every)
+    evaluations = Evaluations(evaluator, recorder, every, "alg.training_args.logging_steps")
     recording = [RecordStats(recorder, out, run.label, position), SaveFit(out), evaluations]
     run.train(stage, [*recording, CheckpointEvery(recorder, out, every)], resume_from=resume_from)
     return stage.model, stage.iteration, evaluations.final, evaluations.generations
