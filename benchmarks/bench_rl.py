@@ -184,7 +184,7 @@ def main() -> None:
         json.dumps(
             {
                 "alg": args.alg,
-                "model": str(args.model or args.profile),
+                "model": name,
                 "params": sum(p.numel() for p in lm.parameters()),
                 "lora_r": args.lora_r,
                 "trainable_params": sum(p.numel() for p in trained),

@@ -58,10 +58,9 @@ def rl_config(
     from grue_bench.resolve import build_config
 
     policy = {"generation_kwargs": generation_kwargs, **(policy_args or {})}
-    policy_id = "causal_lm_actor_critic_policy"
-    if plugins.ALGORITHMS.get(alg).Args.masked_sampling:  # NLPO
+    policy_id = plugins.default_policy(alg, "causal")
+    if plugins.POLICIES.get(policy_id).maskable:  # NLPO: its mask keeps at least 10 tokens here
         policy = {"min_tokens_to_keep": 10, **policy}
-        policy_id = f"maskable_{policy_id}"
     data = {
         "task": "imdb",  # its prompts and tiny model, unless the benchmark brings its own
         "reward_fn": {"id": "increasing_numbers", "args": {"min_tokens": 10}},

@@ -129,11 +129,18 @@ REGISTRIES: dict[str, Registry] = {
 }
 
 
+def default_policy(alg_id: str, model_type: str) -> str:
+    """The built-in policy (RL4LMs's id) an RL algorithm takes for a model type: the maskable one
+    for an algorithm that samples through a mask (NLPO)."""
+    maskable = "maskable_" if ALGORITHMS.get(alg_id).Args.masked_sampling else ""
+    return f"{maskable}{model_type}_lm_actor_critic_policy"
+
+
 def grue_tasks() -> tuple[str, ...]:
     """What ``--task all`` means: the tasks whose ``task.yaml`` gives a ``grue_order`` (GRUE's
     seven), in that order."""
-    specs = [TASKS.get(id) for id in TASKS.ids()]
-    return tuple(spec.id for spec in sorted(specs, key=lambda spec: spec.grue_order or 0) if spec.grue_order)
+    grue = [spec for spec in map(TASKS.get, TASKS.ids()) if spec.grue_order is not None]
+    return tuple(spec.id for spec in sorted(grue, key=lambda spec: spec.grue_order))
 
 
 def task_reading(pool_id: str) -> str | None:

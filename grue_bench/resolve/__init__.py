@@ -245,8 +245,7 @@ def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
     hparams = plugins.ALGORITHMS.get(alg_id).Args
     if hparams.needs_policy:
         alg = deep_merge(shared_alg, per_alg.get(alg_id, {}))
-        kind = "maskable_" if hparams.masked_sampling else ""
-        alg.setdefault("policy", {}).setdefault("id", f"{kind}{spec.model_type}_lm_actor_critic_policy")
+        alg.setdefault("policy", {}).setdefault("id", plugins.default_policy(alg_id, spec.model_type))
     else:
         alg = {"model_type": spec.model_type, **per_alg.get(alg_id, {})}
     metrics = extended_metrics([m.model_dump() for m in spec.metrics], partial.pop("metrics", []) or [])
