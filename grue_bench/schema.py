@@ -39,6 +39,22 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
 
 
+class Output(Strict):
+    """A key a metric reports and how the leaderboard shows it: what a metric declares in its
+    ``outputs``, and what a leaderboard schema file overrides, key by key."""
+
+    display: str = Field(min_length=1)
+    """Column title, e.g. 'ROUGE-L'."""
+    higher_is_better: bool | None = True
+    """Direction; None for a key with no better side (e.g. mean length): never ranked."""
+    naturalness: bool = False
+    """Shown with the naturalness metrics (fluency, diversity) rather than with the task's own."""
+    decimals: int = Field(default=3, ge=0, le=6)
+    """Digits after the decimal point."""
+    description: str = ""
+    """Tooltip text."""
+
+
 class Component(Strict):
     """A registered component chosen by id, with its arguments."""
 

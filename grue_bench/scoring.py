@@ -147,17 +147,6 @@ def score(
         return _score(metrics, samples, generations, model, split)
 
 
-def component_for(metrics: Sequence[Component], key: str, samples: Sequence[Sample]) -> Component | None:
-    """The component of ``metrics`` that gives the metric key ``key`` (each scored on two samples'
-    first references), or None."""
-    probe = list(samples[:2])
-    texts = [s.references[0] if s.references else "" for s in probe]
-    for component in metrics:
-        if key in score([component], probe, texts).corpus():
-            return component
-    return None
-
-
 @contextmanager
 def random_states_kept() -> Iterator[None]:
     """Restore Python's, NumPy's and torch's global random states on leaving. A metric backend's

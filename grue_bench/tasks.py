@@ -63,8 +63,10 @@ class HeadlineSpec(Strict):
     """The metric that ranks algorithms on the task's leaderboard."""
 
     metric: str = Field(min_length=1)
-    """A metric key the task logs, e.g. 'lexical/rouge_rougeL'. Its direction (higher is better or
-    not) is the leaderboard schema's, which must declare it (grue_bench/report/leaderboard.yaml)."""
+    """The id of one of the task's metrics, e.g. 'rouge'."""
+    output: str | None = None
+    """Which of its keys, e.g. 'lexical/rouge_rougeL', when the metric reports several. Its direction
+    (higher is better or not) is the metric's own (``Metric.outputs``)."""
 
 
 class CrowdSpec(Strict):
@@ -126,6 +128,12 @@ class TaskSpec(Strict):
     task's suite (a metric the task has gets these arguments; another is added). A
     ``train_evaluation.metrics`` list replaces the suite instead."""
     directory: Path = Field(default=Path("."), exclude=True)
+
+    def headline_metric(self) -> Component | None:
+        """The metric of the task's suite that its headline names (None: no headline, or none)."""
+        if self.headline is None:
+            return None
+        return next((metric for metric in self.metrics if metric.id == self.headline.metric), None)
 
     def data_path(self, split: str) -> Path:
         """Shipped JSONL file for ``split``."""
@@ -205,6 +213,15 @@ def task_problems(spec: TaskSpec) -> list[Problem]:
                 problems.append(
                     Problem(f"data file '{rel}' not found", f"data.files.{split}", "ship it or fix the path")
                 )
+    if spec.headline is not None and spec.headline_metric() is None:
+        ids = ", ".join(metric.id for metric in spec.metrics)
+        problems.append(
+            Problem(
+                f"headline metric '{spec.headline.metric}' is not one of the task's metrics ({ids})",
+                "headline.metric",
+                "name the id of one of the task's metrics",
+            )
+        )
     if spec.directory.name != spec.id:
         problems.append(
             Problem(

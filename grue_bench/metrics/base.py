@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from grue_bench.schema import Output
 
 if TYPE_CHECKING:
     from grue_bench.errors import MissingAssetError
@@ -15,10 +18,25 @@ MetricScores = dict[str, tuple[list[float] | None, float]]
 class Metric(ABC):
     """Scores generations against references; constructor kwargs are the YAML ``args``."""
 
+    outputs: ClassVar[Mapping[str, Output]] = {}
+    """The keys ``compute`` reports, each with how the leaderboard shows it."""
+
     reference_free: ClassVar[bool] = False
     """True when a sample's score does not compare the output with the references (a judge of the
     output alone, or of it against the sample's own label; diversity): the human ceiling of such a
     metric is its score on the references themselves."""
+
+    @property
+    def key(self) -> str:
+        """The key of a metric that reports one."""
+        (key,) = self.outputs
+        return key
+
+    @classmethod
+    def outputs_with(cls, args: Mapping[str, Any]) -> Mapping[str, Output]:
+        """The outputs of this metric built with ``args`` (a metric whose keys depend on its
+        arguments overrides it; with ``args`` empty it gives every key it can report)."""
+        return cls.outputs
 
     @classmethod
     def missing_asset(cls, **args: Any) -> MissingAssetError | None:

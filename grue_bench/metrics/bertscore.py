@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import PositiveInt
 
 from grue_bench.errors import MissingAssetError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.models.hub import resolve_model
-from grue_bench.schema import ArgProblems
+from grue_bench.schema import ArgProblems, Output
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ def _baseline_file(language: str, model_type: str) -> Path:
 
 class BertScore(Metric):
     """Per-sample BERTScore F1 (max over references) and its mean, under key ``semantic/bert_score``."""
+
+    outputs: ClassVar[Mapping[str, Output]] = {"semantic/bert_score": Output(display="BERTScore")}
 
     def __init__(
         self,

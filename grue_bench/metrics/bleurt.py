@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import PositiveInt
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.models.hub import resolve_model
+from grue_bench.schema import Output
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +62,8 @@ def _load(source: str):  # -> (model, tokenizer)
 
 class Bleurt(Metric):
     """Per-sample BLEURT (max over references) and its mean, under key ``semantic/bleurt``."""
+
+    outputs: ClassVar[Mapping[str, Output]] = {"semantic/bleurt": Output(display="BLEURT")}
 
     def __init__(
         self, checkpoint: str | None = None, batch_size: PositiveInt = 32, max_length: PositiveInt = 512

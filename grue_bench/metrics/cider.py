@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pydantic import PositiveFloat, PositiveInt
 
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import require_aligned
 from grue_bench.metrics.meteor import tokenize
+from grue_bench.schema import Output
 
 # The tokens pycocoevalcap's (Java) PTBTokenizer drops after tokenizing.
 PUNCTUATION = frozenset(
@@ -30,6 +32,8 @@ class Cider(Metric):
     So the corpus needs several samples with different references: with one sample every
     n-gram has document frequency 1 and the score is 0.
     """
+
+    outputs: ClassVar[Mapping[str, Output]] = {"lexical/cider": Output(display="CIDEr")}
 
     def __init__(self, n: PositiveInt = 4, sigma: PositiveFloat = 6.0, coco_tokenization: bool = True):
         """``coco_tokenization`` lower-cases and strips punctuation first (see ``coco_tokenize``)."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pydantic import NonNegativeInt, PositiveInt
 
@@ -18,7 +19,7 @@ from grue_bench.classifiers.judges import (
 )
 from grue_bench.errors import GrueError, MissingAssetError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
-from grue_bench.schema import ArgProblems
+from grue_bench.schema import ArgProblems, Output
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,13 @@ class SentimentScore(Metric):
     side has one (RL4LMs concatenates them bare, which glues two words together for a word-level model).
     A hub model reads a text too long for it from the end (RL4LMs truncates on the left).
     """
+
+    outputs: ClassVar[Mapping[str, Output]] = {
+        "semantic/learned_automodel_metric": Output(
+            display="Sentiment (classifier)",
+            description="probability of positive sentiment from the task's learned classifier",
+        )
+    }
 
     reference_free = True
 
@@ -97,6 +105,10 @@ class SentimentScore(Metric):
 class VaderSentiment(Metric):
     """VADER's compound sentiment of each generation, in [-1, 1] (the lexicon ships with vaderSentiment)."""
 
+    outputs: ClassVar[Mapping[str, Output]] = {
+        "sentiment/vader_compound": Output(display="Sentiment (VADER)", description="VADER compound score")
+    }
+
     reference_free = True
 
     def __init__(self) -> None:
@@ -133,6 +145,8 @@ class IntentAccuracy(Metric):
     reply with no word (nor "?" or "!") no act; ``daily_dialog_intent@1`` (stores written before
     2026-11-27) reads the reply alone.
     """
+
+    outputs: ClassVar[Mapping[str, Output]] = {"intent/accuracy": Output(display="Intent accuracy")}
 
     reference_free = True
 

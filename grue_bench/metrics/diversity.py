@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import PositiveInt
 
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean
+from grue_bench.schema import Output
 
 PREFIX = "diversity_metrics"
 
@@ -50,6 +51,30 @@ class Diversity(Metric):
     """distinct-1/2, unique-1/2, entropy-1..4, msttr-100, mean_pred_length and vocab_size."""
 
     reference_free = True
+
+    @classmethod
+    def outputs_with(cls, args: Mapping[str, Any]) -> Mapping[str, Output]:
+        """Every statistic, its MSTTR key named by the window (``msttr-100`` by default)."""
+        window = args.get("window", 100)
+        return {
+            f"{PREFIX}/distinct-1": Output(display="Distinct-1", naturalness=True),
+            f"{PREFIX}/distinct-2": Output(display="Distinct-2", naturalness=True),
+            f"{PREFIX}/unique-1": Output(display="Unique-1", naturalness=True, decimals=0),
+            f"{PREFIX}/unique-2": Output(display="Unique-2", naturalness=True, decimals=0),
+            **{
+                f"{PREFIX}/entropy-{n}": Output(display=f"Entropy-{n}", naturalness=True, decimals=2)
+                for n in (1, 2, 3, 4)
+            },
+            f"{PREFIX}/msttr-{window}": Output(display=f"MSTTR-{window}", naturalness=True),
+            f"{PREFIX}/vocab_size": Output(display="Vocabulary size", naturalness=True, decimals=0),
+            f"{PREFIX}/mean_pred_length": Output(
+                display="Mean length",
+                higher_is_better=None,
+                naturalness=True,
+                decimals=1,
+                description="mean generation length in whitespace tokens",
+            ),
+        }
 
     def __init__(self, window: PositiveInt = 100):
         """``window`` is MSTTR's segment length (the key stays ``msttr-100`` only when it is 100)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
@@ -18,7 +18,7 @@ from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveIn
 from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.pyrouge import LengthLimitType, PyRougeL
-from grue_bench.schema import ArgProblems, CommaTolerantBool, UnitInterval
+from grue_bench.schema import ArgProblems, CommaTolerantBool, Output, UnitInterval
 
 RougeType = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]
 ROUGE_TYPES = get_args(RougeType)
@@ -60,6 +60,10 @@ def newline_sentences(text: str) -> str:
 
 class Rouge(Metric):
     """ROUGE-1/2/L/Lsum F-measure; per sample the first (or best) reference, corpus the mean over samples."""
+
+    outputs: ClassVar[Mapping[str, Output]] = {
+        f"lexical/rouge_{rouge_type}": Output(display=f"ROUGE-{rouge_type[5:]}") for rouge_type in ROUGE_TYPES
+    }
 
     def __init__(self, use_stemmer: bool = True, use_single_ref: bool = True, split_sentences: bool = True):
         """``use_single_ref`` (RL4LMs's default, True) scores against each sample's first reference only;
@@ -104,6 +108,10 @@ class RougeLMax(Metric):
     which RL4LMs fails, so that is refused. ``max_n`` sets ROUGE-N's n, which py-rouge ignores when
     only ROUGE-L is asked for: it is accepted so RL4LMs configs run, and changes nothing, as in RL4LMs.
     """
+
+    outputs: ClassVar[Mapping[str, Output]] = {
+        "lexical/rouge_l_max": Output(display="ROUGE-L (max over references)")
+    }
 
     def __init__(
         self,
@@ -160,6 +168,8 @@ class Bleu(Metric):
     method 1, since unsmoothed sentence BLEU is 0 whenever a short text lacks a 4-gram match.
     """
 
+    outputs: ClassVar[Mapping[str, Output]] = {"lexical/bleu": Output(display="BLEU")}
+
     def compute(
         self,
         prompt_texts: list[str],
@@ -200,7 +210,6 @@ SACREBLEU_SCALE = 100.0
 class _SacreMetric(Metric):
     """A sacrebleu metric class: corpus and sentence scores, sacrebleu's score / 100 (RL4LMs's 0-1 scale)."""
 
-    key: ClassVar[str]
     metric_name: ClassVar[str]  # class name in sacrebleu.metrics
     sentence_overrides: ClassVar[dict[str, Any]] = {}
 
@@ -259,7 +268,8 @@ SacreTokenizer = Literal[
 class SacreBleu(_SacreMetric):
     """sacrebleu BLEU / 100 (0-1); sentence scores use effective order, as sacrebleu recommends."""
 
-    key = "lexical/sacrebleu"
+    outputs: ClassVar[Mapping[str, Output]] = {"lexical/sacrebleu": Output(display="SacreBLEU")}
+
     metric_name = "BLEU"
     sentence_overrides: ClassVar[dict[str, Any]] = {"effective_order": True}
 
@@ -289,7 +299,8 @@ class SacreBleu(_SacreMetric):
 class ChrF(_SacreMetric):
     """sacrebleu chrF / 100 (0-1); ``word_order: 2`` gives chrF++, ``beta: 0`` precision alone."""
 
-    key = "lexical/chrf"
+    outputs: ClassVar[Mapping[str, Output]] = {"lexical/chrf": Output(display="chrF")}
+
     metric_name = "CHRF"
 
     def __init__(
@@ -314,7 +325,10 @@ class ChrF(_SacreMetric):
 class Ter(_SacreMetric):
     """sacrebleu TER / 100 (0 and up, can exceed 1; lower is better)."""
 
-    key = "lexical/ter"
+    outputs: ClassVar[Mapping[str, Output]] = {
+        "lexical/ter": Output(display="TER", higher_is_better=False, description="translation edit rate")
+    }
+
     metric_name = "TER"
 
     def __init__(

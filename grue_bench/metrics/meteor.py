@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import NonNegativeFloat
 
@@ -11,7 +12,7 @@ from grue_bench.assets.wordnet import find_wordnet, load_wordnet, missing_wordne
 from grue_bench.errors import MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean, require_aligned, split_into_sentences
-from grue_bench.schema import UnitInterval
+from grue_bench.schema import Output, UnitInterval
 
 
 def tokenize(text: str) -> list[str]:
@@ -28,6 +29,8 @@ def tokenize(text: str) -> list[str]:
 
 class Meteor(Metric):
     """nltk's METEOR per sample against all references; corpus = mean (as HF ``evaluate``'s meteor)."""
+
+    outputs: ClassVar[Mapping[str, Output]] = {"lexical/meteor": Output(display="METEOR")}
 
     def __init__(
         self,

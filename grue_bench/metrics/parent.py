@@ -18,16 +18,16 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import PositiveFloat, PositiveInt
 
 from grue_bench.errors import GrueError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import mean, require_aligned
-from grue_bench.schema import UnitInterval
+from grue_bench.schema import Output, UnitInterval
 
 Record = tuple[tuple[str, ...], tuple[str, ...]]
 """One table record: (attribute tokens, value tokens)."""
@@ -122,6 +122,12 @@ def parent_score(
 
 class Parent(Metric):
     """PARENT precision, recall and F1 against ToTTo's highlighted cells (``meta_infos``)."""
+
+    outputs: ClassVar[Mapping[str, Output]] = {
+        "table_to_text/parent_precision": Output(display="PARENT precision"),
+        "table_to_text/parent_recall": Output(display="PARENT recall"),
+        "table_to_text/parent_f1": Output(display="PARENT F1"),
+    }
 
     def __init__(
         self, max_order: PositiveInt = 4, lambda_weight: UnitInterval = 0.5, epsilon: PositiveFloat = 1e-5

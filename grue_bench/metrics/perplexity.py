@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PositiveInt
 
 from grue_bench.errors import GrueError, MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.models.hub import resolve_model
+from grue_bench.schema import Output
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +92,16 @@ def sliding_window_nll(lm: Any, input_ids: Any, window: int, stride: int) -> tup
 
 class Perplexity(Metric):
     """Corpus perplexity of the references under key ``fluency_metrics/perplexity`` (no per-sample scores)."""
+
+    outputs: ClassVar[Mapping[str, Output]] = {
+        "fluency_metrics/perplexity": Output(
+            display="Perplexity",
+            higher_is_better=False,
+            naturalness=True,
+            decimals=2,
+            description="perplexity of the generations under a reference language model",
+        )
+    }
 
     def __init__(
         self,

@@ -9,12 +9,14 @@ from __future__ import annotations
 import importlib.util
 import logging
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from grue_bench.errors import MissingAssetError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import require_aligned
+from grue_bench.schema import Output
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +59,8 @@ def require_spice_assets(folder: Path) -> None:
 
 class Spice(Metric):
     """SPICE F-score per sample (scene-graph tuples) and its mean."""
+
+    outputs: ClassVar[Mapping[str, Output]] = {"lexical/spice": Output(display="SPICE")}
 
     def __init__(self) -> None:
         require_spice_assets(spice_dir())

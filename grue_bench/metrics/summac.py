@@ -16,10 +16,10 @@ the model, and the offline profiles leave these metrics out of a config's suite.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import numpy as np
 from pydantic import Field, PositiveInt
@@ -28,7 +28,7 @@ from grue_bench.classifiers.hub import load_sequence_classifier
 from grue_bench.errors import MissingAssetError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.models.hub import resolve_model
-from grue_bench.schema import ArgProblems, Device, text_check
+from grue_bench.schema import ArgProblems, Device, Output, text_check
 
 
 @dataclass(frozen=True)
@@ -180,6 +180,8 @@ class SummaCZS(Metric):
     """Zero-shot SummaC per sample (prompt = source, generation = summary), under
     ``consistency/summaczs``."""
 
+    outputs: ClassVar[Mapping[str, Output]] = {"consistency/summaczs": Output(display="SummaC-ZS")}
+
     def __init__(
         self,
         model_name: NLIModelName = "mnli",
@@ -224,6 +226,8 @@ class SummaCConv(Metric):
     """SummaC-Conv per sample under ``consistency/summacconv``: P(consistent) from the trained
     histogram layers in ``start_file`` (SummaC's released ``summac_conv_*.bin`` state dict, keys
     ``mlp.*`` and ``layer_final.*``)."""
+
+    outputs: ClassVar[Mapping[str, Output]] = {"consistency/summacconv": Output(display="SummaC-Conv")}
 
     N_ROWS = 10
     """Summary chunks scored (SummaC's fixed histogram rows)."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from itertools import pairwise
 from typing import ClassVar
 
 from pydantic import NonNegativeInt
 
 from grue_bench.metrics.base import Metric, MetricScores
+from grue_bench.schema import Output
 
 
 def _number(token: str) -> float | None:
@@ -44,8 +46,6 @@ DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
 class _TextScore(Metric):
     """A score of each generated text alone, and its mean, under ``key``."""
 
-    key: ClassVar[str]
-
     def score(self, text: str) -> float:
         raise NotImplementedError
 
@@ -59,7 +59,9 @@ class _TextScore(Metric):
 class IncreasingNumbersInText(_TextScore):
     """RL4LMs ``increasing_numbers``: the ``increasing_numbers`` reward of each text."""
 
-    key = "synthetic/increasing_numbers_in_text"
+    outputs: ClassVar[Mapping[str, Output]] = {
+        "synthetic/increasing_numbers_in_text": Output(display="Increasing numbers in text")
+    }
 
     def __init__(self, min_tokens: NonNegativeInt) -> None:
         self.min_tokens = min_tokens
@@ -71,7 +73,7 @@ class IncreasingNumbersInText(_TextScore):
 class DatesInText(_TextScore):
     """RL4LMs ``dates``: 1 for a text holding an ISO date (the ``sentences_with_dates`` reward)."""
 
-    key = "synthetic/dates_in_text"
+    outputs: ClassVar[Mapping[str, Output]] = {"synthetic/dates_in_text": Output(display="Dates in text")}
 
     def score(self, text: str) -> float:
         return 1.0 if DATE_PATTERN.search(text) else 0.0

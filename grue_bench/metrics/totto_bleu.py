@@ -9,11 +9,13 @@ settings against the three reference streams; RL4LMs reports the score / 100.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from grue_bench.errors import GrueError
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.metrics.lexical import require_aligned
+from grue_bench.schema import Output
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,12 @@ class BleuToTTo(Metric):
     A sample's subset is its ``meta_info["overlap_subset"]`` (ToTTo's flag: its table was seen in
     training). A subset with no samples in the split gets no key (RL4LMs writes 0 for it).
     """
+
+    outputs: ClassVar[Mapping[str, Output]] = {
+        "table_to_text/bleu_overall": Output(display="ToTTo BLEU"),
+        "table_to_text/bleu_overlap": Output(display="ToTTo BLEU (tables seen in training)"),
+        "table_to_text/bleu_non_overlap": Output(display="ToTTo BLEU (tables not seen)"),
+    }
 
     def compute(
         self,

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from grue_bench.errors import GrueError
 from grue_bench.registry import Registry
-from grue_bench.tasks import TaskSpec, discover_tasks, load_task
+from grue_bench.tasks import TaskSpec, discover_tasks, load_task, task_yaml
+
+if TYPE_CHECKING:
+    from grue_bench.schema import Component, Output
 
 ALGORITHMS: Registry = Registry(
     "algorithms",
@@ -150,3 +157,40 @@ def task_reading(pool_id: str) -> str | None:
         return pool_id
     readers = [id for id in TASKS.ids() if pool_id in TASKS.get(id).rl4lms_datapools]
     return readers[0] if readers else None
+
+
+def metric_outputs(metric: Component) -> Mapping[str, Output]:
+    """The keys the metric entry ``metric`` (id and args) reports, with how each is shown."""
+    return METRICS.get(metric.id).outputs_with(metric.args)
+
+
+def declared_outputs() -> dict[str, Output]:
+    """Every key a registered metric can report, with how it is shown (first declaration wins)."""
+    declared: dict[str, Output] = {}
+    for id in METRICS.ids():
+        for key, output in METRICS.get(id).outputs_with({}).items():
+            declared.setdefault(key, output)
+    return declared
+
+
+def headline_output(spec: TaskSpec) -> tuple[str, Output | None]:
+    """The key that heads ``spec`` and how its metric shows it (None: the metric declares no keys,
+    as an ``evaluate`` module; the task's ``headline.output`` names it)."""
+    metric, head = spec.headline_metric(), spec.headline
+    assert metric is not None and head is not None, "tasks.load_task checks the headline names a metric"
+    outputs = metric_outputs(metric)
+    where = {"source": str(task_yaml(spec.directory)), "key": "headline.output"}
+    if head.output is None and len(outputs) != 1:
+        raise GrueError(
+            f"headline metric '{metric.id}' reports {len(outputs) or 'no declared'} keys: say which heads",
+            fix=f"set headline.output to one of {', '.join(outputs)}" if outputs else "set headline.output",
+            **where,
+        )
+    key = head.output or next(iter(outputs))
+    if outputs and key not in outputs:
+        raise GrueError(
+            f"headline metric '{metric.id}' does not report '{key}'",
+            fix=f"set headline.output to one of {', '.join(outputs)}",
+            **where,
+        )
+    return key, outputs.get(key)

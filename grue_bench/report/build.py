@@ -87,10 +87,16 @@ def task_infos(task_ids: list[str], schema: Leaderboard) -> list[TaskInfo]:
     names = {task: _display_name(task, spec) for task, spec in specs.items()}
     rank = {task: (order.get(task, len(order)), specs[task] is None, names[task]) for task in task_ids}
     ordered = sorted(task_ids, key=rank.__getitem__)
-    headlines = schema.headlines(
-        {task: spec.headline.metric for task, spec in specs.items() if spec and spec.headline}
-    )
-    return [TaskInfo(task, names[task], f"task-{slug(task)}.html", headlines.get(task)) for task in ordered]
+    headlines = schema.headlines({task: spec for task, spec in specs.items() if spec})
+    return [
+        TaskInfo(task, names[task], f"task-{slug(task)}.html", headlines.get(task), _suite_keys(specs[task]))
+        for task in ordered
+    ]
+
+
+def _suite_keys(spec: TaskSpec | None) -> tuple[str, ...]:
+    """The keys the task's metrics report, in the suite's order."""
+    return tuple(key for metric in spec.metrics for key in plugins.metric_outputs(metric)) if spec else ()
 
 
 def registered_task(task: str) -> TaskSpec | None:
@@ -454,7 +460,7 @@ def _task_profile_section(
 ) -> Section:
     key = slug(profile)
     summary = found.summary[found.summary["task"] == task.id]
-    metric_keys = _ordered_metrics(summary["metric"].unique().tolist(), task, schema)
+    metric_keys = _ordered_metrics(summary["metric"].unique().tolist(), task)
     own = [m for m in metric_keys if not schema.metric(m).naturalness]
     natural = [m for m in metric_keys if schema.metric(m).naturalness]
     section = Section(f"profile-{key}", f"Profile: {profile}")
@@ -489,9 +495,9 @@ def _task_profile_section(
     return section
 
 
-def _ordered_metrics(keys: list[str], task: TaskInfo, schema: Leaderboard) -> list[str]:
-    """The headline first, then the schema's order, then undeclared keys alphabetically."""
-    order = {key: i for i, key in enumerate(schema.metrics)}
+def _ordered_metrics(keys: list[str], task: TaskInfo) -> list[str]:
+    """The headline first, then the task suite's order, then other keys alphabetically."""
+    order = {key: i for i, key in enumerate(task.metric_order)}
     headline = task.headline.metric if task.headline else None
     return sorted(keys, key=lambda key: (key != headline, order.get(key, len(order)), key))
 

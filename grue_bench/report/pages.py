@@ -59,6 +59,8 @@ class TaskInfo:
     name: str
     filename: str
     headline: Headline | None
+    metric_order: tuple[str, ...] = ()
+    """The keys of the task's own suite, in its order (empty: a task not registered here)."""
 
 
 def arrow(higher_is_better: bool | None) -> str:

@@ -1,82 +1,76 @@
-"""The leaderboard schema: how metrics are shown.
+"""The leaderboard schema: how metric keys are shown.
 
-A YAML file with ``metrics`` (display name, higher-is-better, naturalness, decimals). Which metric
-heads a task is the task's (``headline`` in its ``task.yaml``); the schema gives it its direction.
-Loading collects every problem before failing once; errors name the file and the key. The default
-ships inside the package (``grue_bench/report/leaderboard.yaml``).
+Each metric declares the keys it reports and how to show them (``Metric.outputs``: display name,
+higher-is-better, naturalness, decimals); which key heads a task is the task's (``headline`` in
+its ``task.yaml``). A schema file overrides what a metric declares, key by key (``grue report
+--schema FILE``; the packaged ``grue_bench/report/leaderboard.yaml`` overrides nothing). Loading
+collects every problem before failing once; errors name the file and the key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from grue_bench import plugins
 from grue_bench.errors import GrueError, Problem
 from grue_bench.report.aggregate import Headline
-from grue_bench.schema import Strict, problems_from
+from grue_bench.schema import Output, Strict, problems_from
+from grue_bench.tasks import TaskSpec, task_yaml
 from grue_bench.yamlio import read_yaml_mapping
 
 DEFAULT_SCHEMA = Path(__file__).resolve().parent / "leaderboard.yaml"
 
 
-class MetricSpec(Strict):
-    """How one metric key is shown."""
-
-    display: str = Field(min_length=1)
-    """Column title, e.g. 'ROUGE-L'."""
-    higher_is_better: bool | None = True
-    """Direction; null for a metric with no better side (e.g. mean length): never ranked."""
-    naturalness: bool = False
-    """Shown with the naturalness metrics (fluency, diversity) rather than the task's own."""
-    decimals: int = Field(default=3, ge=0, le=6)
-    """Digits after the decimal point."""
-    description: str = ""
-    """Tooltip text."""
-
-
 class Leaderboard(Strict):
-    """The whole schema file."""
+    """The whole schema file: overrides of what the metrics declare, by key."""
 
     version: Literal[1]
-    metrics: dict[str, MetricSpec]
+    metrics: dict[str, Output] = Field(default_factory=dict)
     source: Path = Field(default=DEFAULT_SCHEMA, exclude=True)
 
-    def metric(self, key: str) -> MetricSpec:
-        """The spec of ``key``; a metric missing from the schema shows its key and has no direction."""
-        return self.metrics.get(key) or MetricSpec(display=key, higher_is_better=None)
+    def metric(self, key: str) -> Output:
+        """How ``key`` is shown: this file's entry, else its metric's declaration; a key neither
+        declares shows as itself, with no direction."""
+        if key in self.metrics:
+            return self.metrics[key]
+        return _declared().get(key) or Output(display=key, higher_is_better=None)
 
-    def headlines(self, metrics: Mapping[str, str]) -> dict[str, Headline]:
-        """Headline and direction per task from each task's headline metric key; a metric not
-        declared here, or declared without a direction, is an error (every one listed)."""
+    def headlines(self, specs: Mapping[str, TaskSpec]) -> dict[str, Headline]:
+        """Headline key and direction of each task that has a headline; one without a direction
+        is an error (every one listed)."""
+        keys = {task: plugins.headline_output(spec)[0] for task, spec in specs.items() if spec.headline}
         problems = [
-            problem for task, metric in metrics.items() if (problem := self._headline_problem(task, metric))
+            (self._where(key, specs[task]), self._direction_problem(task, key))
+            for task, key in keys.items()
+            if self.metric(key).higher_is_better is None
         ]
         if problems:
-            raise GrueError.many(problems, source=str(self.source))
-        return {
-            task: Headline(metric, bool(self.metric(metric).higher_is_better))
-            for task, metric in metrics.items()
-        }
+            raise GrueError.many([problem for _, problem in problems], source=problems[0][0])
+        return {task: Headline(key, bool(self.metric(key).higher_is_better)) for task, key in keys.items()}
 
-    def _headline_problem(self, task: str, metric: str) -> Problem | None:
-        """Why ``metric`` cannot head ``task``, if it cannot."""
-        spec = self.metrics.get(metric)
-        if spec is None:
-            return Problem(
-                f"metric '{metric}', the headline of task '{task}', is not declared",
-                "metrics",
-                f"add '{metric}' to 'metrics', or give the task's headline a declared metric",
-            )
-        if spec.higher_is_better is None:
-            return Problem(
-                f"metric '{metric}', the headline of task '{task}', has no direction",
-                f"metrics.{metric}",
-                "a headline ranks algorithms: set its higher_is_better, or give the task another headline",
-            )
-        return None
+    def _where(self, key: str, spec: TaskSpec) -> str:
+        """The file that took the direction away: this schema, if it overrides ``key``, else the task."""
+        return str(self.source) if key in self.metrics else str(task_yaml(spec.directory))
+
+    def _direction_problem(self, task: str, key: str) -> Problem:
+        overridden = key in self.metrics
+        return Problem(
+            f"metric '{key}', the headline of task '{task}', has no direction",
+            f"metrics.{key}" if overridden else "headline",
+            "a headline ranks algorithms: "
+            + ("set its higher_is_better" if overridden else "give the task a headline with a direction"),
+        )
+
+
+@cache
+def _declared() -> dict[str, Output]:
+    """What the registered metrics declare, read once."""
+    return plugins.declared_outputs()
 
 
 def load_schema(path: str | Path | None = None) -> Leaderboard:

@@ -261,8 +261,9 @@ def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
 
 
 def check_task(spec: TaskSpec) -> list[Problem]:
-    """Every profile of ``spec`` under every algorithm gives a valid run config; the same problem
-    (it usually shows under every algorithm) is reported once, naming the algorithms."""
+    """Every profile of ``spec`` under every algorithm gives a valid run config (the same problem,
+    as it usually shows under every algorithm, reported once, naming the algorithms), and its
+    headline names one key of its metric."""
     seen: dict[tuple[str, str, str], list[str]] = {}
     for profile in spec.profiles:
         for alg_id in plugins.ALGORITHMS.ids():
@@ -277,6 +278,11 @@ def check_task(spec: TaskSpec) -> list[Problem]:
     for (key, message, fix), algs in seen.items():
         suffix = "" if algs == every else f" (with algorithm {', '.join(algs)})"
         problems.append(Problem(message + suffix, key, fix))
+    if spec.headline is not None:
+        try:
+            plugins.headline_output(spec)
+        except GrueError as exc:
+            problems.extend(exc.problems)
     return problems
 
 

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from grue_bench import plugins
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.plugins.components import RewardId, build, check_nested
+from grue_bench.schema import Output
 
 
 class RewardMetric(Metric):
     """Per-sample rewards and their mean, under ``reward/<id>``."""
+
+    @classmethod
+    def outputs_with(cls, args: Mapping[str, Any]) -> Mapping[str, Output]:
+        """``reward/<id>`` for the reward ``id`` (every registered reward's key without one)."""
+        ids = [args["id"]] if "id" in args else plugins.REWARDS.ids()
+        return {f"reward/{id}": Output(display=f"Reward: {id}") for id in ids}
 
     def __init__(self, id: RewardId, args: dict[str, Any] | None = None) -> None:
         self.id = id

@@ -49,9 +49,9 @@ from grue_bench.report.intervals import (
 )
 from grue_bench.report.schema import Leaderboard, load_schema
 from grue_bench.schema import Component, Strict
-from grue_bench.scoring import component_for, score
+from grue_bench.scoring import score
 from grue_bench.submit.floors import task_rows
-from grue_bench.submit.validate import TaskGenerations, ValidSubmission, validate
+from grue_bench.submit.validate import ValidSubmission, validate
 from grue_bench.yamlio import read_yaml_mapping
 
 PAPER_RESULTS = Path(__file__).resolve().parent / "paper_results.yaml"
@@ -171,14 +171,6 @@ def read_baselines(root: Path, profile: str) -> dict[str, ValidSubmission]:
     return found
 
 
-def headline_component(task_id: str, metric: str, generations: TaskGenerations) -> Component:
-    """The task's metric component that gives its headline ``metric``."""
-    found = component_for(plugins.TASKS.get(task_id).metrics, metric, generations.samples)
-    if found is None:
-        raise GrueError(f"no metric of task '{task_id}' gives its headline '{metric}'", key="headline")
-    return found
-
-
 def task_row(
     row: str, submission: ValidSubmission, task_id: str, metric: str, component: Component
 ) -> TaskRow:
@@ -209,7 +201,8 @@ def compare_task(
 ) -> TaskComparison:
     """The rows of one task and its steps."""
     covering = {row: sub for row, sub in baselines.items() if task in sub.tasks}
-    component = headline_component(task, headline.metric, next(iter(covering.values())).tasks[task])
+    component = plugins.TASKS.get(task).headline_metric()
+    assert component is not None, "a task with a headline names one of its metrics (tasks.load_task)"
     rows = [task_row(row, sub, task, headline.metric, component) for row, sub in covering.items()]
     by_row = {r.row: r for r in rows}
     steps = [
@@ -255,7 +248,7 @@ def compare_profile(
     baselines = read_baselines(root, profile)
     schema = load_schema()
     tasks = sorted({task for sub in baselines.values() for task in sub.tasks}, key=_paper_order(paper))
-    headlines = schema.headlines({task: plugins.TASKS.get(task).headline.metric for task in tasks})
+    headlines = schema.headlines({task: plugins.TASKS.get(task) for task in tasks})
     floors = references or task_rows
     return [
         compare_task(

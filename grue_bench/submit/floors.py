@@ -47,7 +47,7 @@ from grue_bench.paths import cache_dir
 from grue_bench.report.evidence import ReferenceRow
 from grue_bench.report.schema import load_schema
 from grue_bench.schema import Component
-from grue_bench.scoring import Scores, component_for, score
+from grue_bench.scoring import Scores, score
 from grue_bench.tasks import TaskSpec
 
 log = logging.getLogger(__name__)
@@ -211,16 +211,14 @@ def constant_output(spec: TaskSpec, suite: list[Component]) -> str | None:
     if not candidates:
         return None
     candidates, prompts = evenly(candidates, CONSTANT_CANDIDATES), evenly(train, CONSTANT_PROMPTS)
-    component = component_for(suite, spec.headline.metric, prompts)
+    component = next((metric for metric in suite if metric.id == spec.headline.metric), None)
     if component is None:
         return None
-    higher = load_schema().headlines({spec.id: spec.headline.metric})[spec.id].higher_is_better
+    head = load_schema().headlines({spec.id: spec})[spec.id]
     best, best_value = None, None
     for text in candidates:
-        value = score([component], prompts, [text] * len(prompts), split="train").corpus()[
-            spec.headline.metric
-        ]
-        if best_value is None or (value > best_value if higher else value < best_value):
+        value = score([component], prompts, [text] * len(prompts), split="train").corpus()[head.metric]
+        if best_value is None or (value > best_value if head.higher_is_better else value < best_value):
             best, best_value = text, value
     return best
 

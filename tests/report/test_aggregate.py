@@ -4,6 +4,7 @@ schema's validation; and the report's numbers checked against the store, recompu
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -27,6 +28,7 @@ from grue_bench.report.evidence import Anchors, ReferenceRow, anchored_scores
 from grue_bench.report.intervals import improvement_interval, mean_interval, seed_mean_interval
 from grue_bench.report.schema import DEFAULT_SCHEMA, load_schema
 from grue_bench.store import Store
+from grue_bench.tasks import load_task
 
 from .conftest import ALGS, N_ITERS, PROMPTS, TASKS, reference_rows, write_run
 
@@ -216,25 +218,74 @@ def test_ranks_skip_one_seed_and_share_ties():
 # --- the schema ---------------------------------------------------------------------------------
 
 
-def test_default_schema_ships_in_the_package_and_covers_every_task():
+def test_every_grue_task_heads_on_a_key_its_metric_declares_with_a_direction():
     schema = load_schema()
     assert DEFAULT_SCHEMA.parent.name == "report" and DEFAULT_SCHEMA.parent.parent.name == "grue_bench"
-    grue = {"imdb", "commongen", "cnn_dailymail", "totto", "narrative_qa", "iwslt2017_en_de", "daily_dialog"}
-    headlines = {task: plugins.TASKS.get(task).headline for task in grue}
-    assert set(schema.headlines({task: spec.metric for task, spec in headlines.items() if spec})) == grue
+    assert schema.metrics == {}  # the packaged file overrides nothing: the metrics declare their keys
+    headlines = schema.headlines({task: plugins.TASKS.get(task) for task in plugins.grue_tasks()})
+    assert {task: head.metric for task, head in headlines.items()} == {
+        "imdb": "semantic/learned_automodel_metric",
+        "commongen": "lexical/cider",
+        "cnn_dailymail": "lexical/rouge_rougeL",
+        "totto": "table_to_text/parent_f1",
+        "narrative_qa": "lexical/rouge_l_max",
+        "iwslt2017_en_de": "lexical/sacrebleu",
+        "daily_dialog": "intent/accuracy",
+    }
+    assert all(head.higher_is_better for head in headlines.values())
     assert schema.metric("lexical/ter").higher_is_better is False
+    assert schema.metric("lexical/rouge_rougeL").display == "ROUGE-L"
     assert schema.metric("fluency_metrics/perplexity").naturalness
+    assert schema.metric("diversity_metrics/mean_pred_length").higher_is_better is None
     assert schema.metric("not/declared").higher_is_better is None
+
+
+def test_a_synthetic_tasks_headline_is_its_reward_metric_keyed_by_the_reward():
+    spec = plugins.TASKS.get("increasing_numbers")
+    assert spec.headline.metric == "reward" and spec.headline.output is None
+    assert plugins.headline_output(spec)[0] == "reward/increasing_numbers"
+    assert "reward/sentences_with_dates" in plugins.declared_outputs()
+
+
+def _task_with_headline(tmp_path: Path, headline: str) -> Path:
+    """The increasing_numbers task copied with another headline (and the metric rouge added)."""
+    folder, source = tmp_path / "increasing_numbers", plugins.TASKS.get("increasing_numbers").directory
+    shutil.copytree(source, folder)
+    shutil.copytree(source.parent / "_shared", tmp_path / "_shared")  # what task.yaml includes
+    text = (folder / "task.yaml").read_text()
+    text = text.replace("  - {id: diversity}", "  - {id: diversity}\n  - {id: rouge}")
+    (folder / "task.yaml").write_text(re.sub(r"^headline:.*$", f"headline: {headline}", text, flags=re.M))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("headline", "where", "message"),
+    [
+        ("{metric: meteor}", "headline.metric", "headline metric 'meteor' is not one of the task's metrics"),
+        ("{metric: rouge}", "headline.output", "headline metric 'rouge' reports 4 keys: say which heads"),
+        (
+            "{metric: rouge, output: lexical/rouge}",
+            "headline.output",
+            "headline metric 'rouge' does not report 'lexical/rouge'",
+        ),
+    ],
+)
+def test_a_headline_naming_no_metric_or_no_single_key_is_an_error_naming_the_task_file(
+    tmp_path: Path, headline: str, where: str, message: str
+):
+    folder = _task_with_headline(tmp_path, headline)
+    with pytest.raises(GrueError) as caught:
+        plugins.headline_output(load_task(folder))
+    text = str(caught.value)
+    assert f"{folder / 'task.yaml'}: {where}: {message}" in text
+    if "output" in where:
+        assert "set headline.output to one of lexical/rouge_rouge1, lexical/rouge_rouge2" in text
 
 
 def test_schema_problems_are_collected_and_name_file_and_key(tmp_path: Path):
     path = tmp_path / "board.yaml"
     path.write_text(
-        "version: 1\n"
-        "metrics:\n"
-        "  a/x: {display: X, colour: red}\n"
-        "  a/len: {display: Length, higher_is_better: null}\n"
-        "  a/y: {higher_is_better: false}\n"
+        "version: 1\nmetrics:\n  a/x: {display: X, colour: red}\n  a/y: {higher_is_better: false}\n"
     )
     with pytest.raises(GrueError) as caught:
         load_schema(path)
@@ -242,14 +293,20 @@ def test_schema_problems_are_collected_and_name_file_and_key(tmp_path: Path):
     assert str(path) in text
     assert "metrics.a/x.colour: unknown key" in text
     assert "metrics.a/y.display: required key is missing" in text
-    # Structure errors stop before the headlines are checked; fix them and the headline problems show up.
-    path.write_text("version: 1\nmetrics:\n  a/len: {display: Length, higher_is_better: null}\n")
+
+
+def test_a_schema_file_overrides_a_metrics_declaration_and_cannot_unrank_a_headline(tmp_path: Path):
+    path = tmp_path / "board.yaml"
+    path.write_text("version: 1\nmetrics:\n  lexical/cider: {display: CIDEr-D, higher_is_better: null}\n")
+    schema = load_schema(path)
+    assert schema.metric("lexical/cider").display == "CIDEr-D"
+    assert schema.metric("lexical/meteor").display == "METEOR"  # not overridden: as declared
     with pytest.raises(GrueError) as caught:
-        load_schema(path).headlines({"t1": "a/missing", "t2": "a/len"})
-    text = str(caught.value)
-    assert "2 problems" in text and str(path) in text
-    assert "metrics: metric 'a/missing', the headline of task 't1', is not declared" in text
-    assert "metrics.a/len: metric 'a/len', the headline of task 't2', has no direction" in text
+        schema.headlines({"commongen": plugins.TASKS.get("commongen")})
+    assert (
+        f"{path}: metrics.lexical/cider: metric 'lexical/cider', the headline of task 'commongen', "
+        "has no direction" in str(caught.value)
+    )
 
 
 # --- the report against the store ---------------------------------------------------------------

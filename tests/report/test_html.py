@@ -121,13 +121,14 @@ def test_store_without_finished_runs_is_an_error(run_grue, tmp_path: Path):
 
 def test_bad_schema_is_an_error_naming_file_and_key(run_grue, three_seed_store: Path, tmp_path: Path):
     schema = tmp_path / "board.yaml"
-    schema.write_text("version: 1\nmetrics: {}\n")
+    key = "semantic/learned_automodel_metric"
+    schema.write_text(f"version: 1\nmetrics:\n  {key}: {{display: Sentiment, higher_is_better: null}}\n")
     code, _, stderr = run_grue(
         "report", "--store", str(three_seed_store), "--out", str(tmp_path / "o"), "--schema", str(schema)
     )
     assert code == 2
-    headline = "metric 'semantic/learned_automodel_metric', the headline of task 'imdb', is not declared"
-    assert f"{schema}: metrics: {headline}" in stderr
+    assert f"{schema}: metrics.{key}: metric '{key}', the headline of task 'imdb', has no direction" in stderr
+    assert not (tmp_path / "o").exists()
 
 
 # --- tables and exports -------------------------------------------------------------------------

@@ -23,6 +23,9 @@ def test_every_grue_task_ships_its_floors_for_its_current_inputs(task):
     assert shipped["key"] == floors.cache_key(spec, "test", list(spec.metrics), samples)
     names = [row["name"] for row in shipped["rows"]]
     assert names[0] == EMPTY and names[-1] == CEILING and COPY in names
-    headline = spec.headline.metric
+    headline, _ = plugins.headline_output(spec)
     empty = shipped["rows"][0]
     assert len(empty["samples"][headline]) == len(samples) == empty["sample_count"][headline]
+    # Every key the suite's metrics computed is one they declare (how the leaderboard shows it).
+    declared = {key for metric in spec.metrics for key in plugins.metric_outputs(metric)}
+    assert {key for row in shipped["rows"] for key in row["corpus"]} <= declared
