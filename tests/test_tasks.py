@@ -286,3 +286,25 @@ def test_a_profiles_metrics_extend_the_tasks_suite():
         ("meteor", {}),
         ("rouge", {}),
     ]
+
+
+@pytest.mark.parametrize("alg", ["nlpo", "supervised"])
+def test_a_task_config_changed_by_its_caller_leaves_the_task_as_it_was(alg):
+    """Overrides applied to what ``task_config`` returns (as the grid, the Python API and the tests
+    apply them) must not reach the task's profiles: a run's config would then depend on what
+    else its process ran (the demo's rerun found 3 of its 21 keys changed in CI)."""
+    from grue_bench.resolve import apply_override
+
+    spec = plugins.TASKS.get("commongen")
+    before = json.dumps(task_config(spec, alg, "tiny"), sort_keys=True)
+    data = task_config(spec, alg, "tiny")
+    for assignment in (
+        "env.args.max_episode_length=3",
+        "train_evaluation.eval_every=1",
+        "train_evaluation.generation_kwargs.max_new_tokens=3",
+        "tokenizer.padding_side=right",
+        "alg.training_args.per_device_train_batch_size=3" if alg == "supervised" else "alg.args.n_epochs=3",
+        "train_evaluation.metrics.0.args.x=3",
+    ):
+        apply_override(data, assignment)
+    assert json.dumps(task_config(spec, alg, "tiny"), sort_keys=True) == before

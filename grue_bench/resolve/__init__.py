@@ -11,6 +11,7 @@ A task's profiles are run configs too: ``task_config`` composes one for an algor
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -232,14 +233,15 @@ def extended_metrics(task_metrics: list[dict[str, Any]], profile_metrics: list[A
 
 
 def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
-    """The run config (plain data) task ``spec`` gives ``alg_id`` under ``profile``."""
+    """The run config (plain data) task ``spec`` gives ``alg_id`` under ``profile``: a copy, which
+    the caller may change (overrides) without changing the task."""
     if profile not in spec.profiles:
         raise GrueError(
             f"task '{spec.id}' has no profile '{profile}'",
             key="profile",
             fix=f"use one of: {', '.join(spec.profiles) or '(none)'}",
         )
-    partial = dict(spec.profiles[profile])
+    partial = copy.deepcopy(spec.profiles[profile])
     per_alg = partial.pop("algs", {}) or {}
     shared_alg = partial.pop("alg", {}) or {}
     hparams = plugins.ALGORITHMS.get(alg_id).Args
