@@ -67,6 +67,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--lora-r", type=int, default=0, help="train a LoRA adapter of this rank (0: none)")
     parser.add_argument("--group-size", type=int, default=4, help="GRPO/RLOO: responses per prompt")
     parser.add_argument(
+        "--precision", choices=["fp32", "bf16"], default="fp32", help="the forward passes' (alg.args.bf16)"
+    )
+    parser.add_argument(
         "--compile",
         action="store_true",
         help="compile the sampler's decode step (alg.policy.args.compile_sampler); the first "
@@ -152,6 +155,8 @@ def main() -> None:
         n_envs, n_steps, rollout_size = args.batch_size, args.new_tokens, args.batch_size * args.new_tokens
     minibatch = max(1, rollout_size // args.minibatches)
     common = {"n_steps": n_steps, "batch_size": minibatch, "learning_rate": args.lr}
+    if args.precision == "bf16":
+        common["bf16"] = True
     if args.micro_batch_size:
         common["micro_batch_size"] = args.micro_batch_size
     if args.alg in ("ppo", "nlpo", "grpo", "rloo"):
@@ -187,6 +192,7 @@ def main() -> None:
                 "model": name,
                 "params": sum(p.numel() for p in lm.parameters()),
                 "lora_r": args.lora_r,
+                "precision": args.precision,
                 "trainable_params": sum(p.numel() for p in trained),
                 "batch_size": args.batch_size,
                 "new_tokens": args.new_tokens,

@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each workload, alternated")
     parser.add_argument("--prompt-words", type=int, default=6)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         prompts = Path(folder) / "prompts.txt"
@@ -58,6 +59,7 @@ def main() -> None:
             for name, workload in WORKLOADS.items():
                 command = [sys.executable, str(HERE / "bench_rl.py"), *COMMON, *workload]
                 command += ["--prompts", str(prompts), "--threads", str(args.threads)]
+                command += ["--precision", args.precision]
                 out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
                 figures = json.loads(out.strip().splitlines()[-1])
                 print(json.dumps({"workload": name, "repeat": repeat, **figures}), flush=True)

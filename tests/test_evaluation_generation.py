@@ -11,6 +11,7 @@ from grue_bench.errors import GrueError
 from grue_bench.postprocessing import three_sentence_summary
 from grue_bench.registry import Registry
 from grue_bench.resolve import build_config
+from grue_bench.rl.precision import Precision
 from grue_bench.runner.evaluator import evaluate
 from grue_bench.runner.generation import generation_settings
 from grue_bench.yamlio import read_yaml_mapping
@@ -92,12 +93,23 @@ def tiny_causal_lm():
     return tiny_causal(tokenizer), tokenizer
 
 
-def _evaluate_tiny(lm, tokenizer, data: dict):
+def _evaluate_tiny(lm, tokenizer, data: dict, precision=None):
     data["env"]["args"].update(max_prompt_length=8, max_episode_length=24)
     data["train_evaluation"]["metrics"] = [{"id": "diversity"}]
     config = build_config(data, "test")
     samples = [Sample(str(i), "the cat runs 1 2", ["3 4"]) for i in range(6)]
-    return evaluate(lm, tokenizer, "causal", config, samples, "val", torch.device("cpu"))
+    return evaluate(lm, tokenizer, "causal", config, samples, "val", torch.device("cpu"), precision)
+
+
+def test_evaluation_generates_in_the_runs_precision(tiny_causal_lm):
+    lm, tokenizer = tiny_causal_lm
+    seen = []
+    lm.lm_head.register_forward_hook(lambda module, inputs, output: seen.append(output.dtype))
+    _evaluate_tiny(lm, tokenizer, _rl_data())
+    assert set(seen) == {torch.float32}
+    seen.clear()
+    _evaluate_tiny(lm, tokenizer, _rl_data(), Precision("bf16", "cpu"))
+    assert set(seen) == {torch.bfloat16}
 
 
 def test_evaluation_samples_at_most_the_policys_max_new_tokens(tiny_causal_lm):

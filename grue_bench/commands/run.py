@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(pip install 'grue-bench[trackers]')",
     )
     parser.add_argument(
+        "--precision",
+        choices=["bf16", "fp16", "fp32"],
+        help="the forward passes' precision (sets alg.args.bf16/fp16, Hugging Face's names): bf16 on a "
+        "GPU or a CPU with bfloat16 instructions, fp16 on a GPU, fp32 (the default) everywhere",
+    )
+    parser.add_argument(
         "--num-processes",
         type=int,
         help="train each run in N processes through accelerate (one per GPU; CPU processes without "
@@ -80,6 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # start-up time: `grue <command> --help` imports this module (cli.py)
     from grue_bench.errors import GrueError
+    from grue_bench.rl.precision import check_supported, default_device
+    from grue_bench.runner.assemble import run_precision
     from grue_bench.runner.executor import GridExecutor
     from grue_bench.runner.processes import check_launch, launched, relaunch, run_launched
     from grue_bench.runner.trackers import check_installed
@@ -93,9 +101,12 @@ def run(args: argparse.Namespace) -> int:
             source="--num-processes",
             fix="e.g. --num-processes 2",
         )
+    if args.precision is not None:
+        check_supported(args.precision, default_device(), "--precision")
     specs = grid_specs(args)
     for spec in specs:
         check_installed(spec.config.report_to)
+        run_precision(spec.config, default_device())  # a half precision this machine lacks stops the grid
     if launched() or (args.num_processes or 1) > 1:
         check_launch(specs, args.num_processes, args.executor)
         if not launched():
@@ -132,6 +143,8 @@ def grid_specs(args: argparse.Namespace) -> list[RunSpec]:
     from grue_bench.resolve.grid import build_specs, resolve_grid, resolve_seeds
 
     overrides = [*args.overrides, *([f"report_to={args.report_to}"] if args.report_to is not None else [])]
+    if args.precision is not None:
+        overrides += [f"alg.args.{half}={args.precision == half}" for half in ("bf16", "fp16")]
     tasks, algs = resolve_grid(args.task, args.alg, args.config, overrides)
     return build_specs(
         tasks,

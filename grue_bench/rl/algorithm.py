@@ -34,6 +34,7 @@ from grue_bench.rl.hparams import AlgArgs
 from grue_bench.rl.kl import make_kl_controller
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, frozen_names, load_trained_state, reference_model, trained_state
+from grue_bench.rl.precision import Precision, optimizer_step, scaled
 from grue_bench.rl.rollout import GenerationSettings, RolloutCollector
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,8 @@ class OnPolicyAlgorithm:
         """Orders the update's minibatches: seeded by the run, saved with a checkpoint."""
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
         self.device = self.accelerator.device
+        self.precision = Precision.from_flags(args.bf16, args.fp16, self.device, "alg.args")
+        self.scaler = self.precision.grad_scaler()
         # beta 0 stays 0 under either controller: then no reference model is kept or run (TRL's
         # GRPO default), and the KL to it, not measured, is not reported; with an adapter, the
         # reference is the policy's LM with the adapter disabled
@@ -107,6 +110,7 @@ class OnPolicyAlgorithm:
             device=self.device,
             chunk_size=max(n_envs, 16),
             masker=masker,
+            precision=self.precision,
         )
         self.iteration = 0
 
@@ -123,13 +127,14 @@ class OnPolicyAlgorithm:
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint keeps of it (``rl/checkpoint.py``, beside the iteration and the random
         states): the trained weights, the optimizer's state, the generator of the minibatches'
-        order and the KL coefficient (adaptive, it moves)."""
+        order and the KL coefficient (adaptive, it moves); in float16, the loss scale."""
         policy = self.unwrapped
         return {
             "policy": trained_state(policy, frozen_names(policy)),
             "optimizer": self.optimizer.state_dict(),
             "shuffle_rng": self.shuffle_rng.get_state(),
             "kl_coef": self.kl.value,
+            **({"grad_scaler": self.scaler.state_dict()} if self.scaler else {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -139,6 +144,8 @@ class OnPolicyAlgorithm:
         self.optimizer.load_state_dict(state["optimizer"])
         self.shuffle_rng.set_state(state["shuffle_rng"])
         self.kl.value = state["kl_coef"]
+        if self.scaler:
+            self.scaler.load_state_dict(state["grad_scaler"])
 
     def make_optimizer(self, policy: ActorCritic) -> torch.optim.Optimizer:
         """AdamW over what trains (with an adapter: its weights and the value head)."""
@@ -274,16 +281,19 @@ class OnPolicyAlgorithm:
             # hold the same number of transitions, but not of rows, nor of micro-batches
             last = number == len(micro_batches) - 1
             with contextlib.nullcontext() if last else self.accelerator.no_sync(self.policy):
-                loss, parts = self.loss(part)
-                self.accelerator.backward(loss * weight)
+                with self.precision.autocast():
+                    loss, parts = self.loss(part)
+                self.accelerator.backward(scaled(loss * weight, self.scaler))
             for key, value in parts.items():
                 sums[key] = sums.get(key, 0.0) + weight * float(value.detach())
         return sums
 
     def apply_gradient(self) -> None:
-        """Clip the accumulated gradient's norm and take the optimizer step."""
+        """Clip the accumulated gradient's norm and take the optimizer step (``optimizer_step``)."""
+        optimizer_step(self.optimizer, self.scaler, self._clip)
+
+    def _clip(self) -> None:
         self.accelerator.clip_grad_norm_(self.policy.parameters(), self.args.max_grad_norm)
-        self.optimizer.step()
 
     def micro_batches(self, batch: Rollout) -> list[tuple[Rollout, float]]:
         """``batch`` in slices of ``micro_batch_size`` rows, each with its share of the trained

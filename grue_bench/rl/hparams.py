@@ -29,6 +29,12 @@ from grue_bench.errors import Problem
 from grue_bench.schema import ArgProblems, Strict
 
 
+def one_precision(bf16: bool, fp16: bool) -> None:
+    """At most one half precision is asked for."""
+    if bf16 and fp16:
+        raise ArgProblems(Problem("bf16 and fp16 are both true", key="fp16", fix="set one, or neither: fp32"))
+
+
 class PostProcessorRef(Strict):
     """A registered post-processor of generated texts, named as RL4LMs names it (``{id: ...}``)."""
 
@@ -110,6 +116,17 @@ class AlgArgs(Strict):
     verbose: int = Field(0, ge=0)
     """As stable-baselines3's (RL4LMs's configs say 1): from 1 up, every iteration's statistics
     are logged at INFO; at 0, at DEBUG."""
+    bf16: bool = False
+    """Forward passes (sampling, reference, values, update) in bfloat16 under autocast, weights and
+    losses in float32 (``rl/precision.py``; TRL's and Hugging Face's name). Needs a GPU or a CPU
+    with bfloat16 instructions; a chain's supervised stage runs in it too."""
+    fp16: bool = False
+    """The same in float16, with loss scaling (CUDA only)."""
+
+    @model_validator(mode="after")
+    def _one_precision(self) -> AlgArgs:
+        one_precision(self.bf16, self.fp16)
+        return self
 
 
 class PPOArgs(AlgArgs):
@@ -198,6 +215,19 @@ class TRPOArgs(AlgArgs):
     """Value-function regression steps per rollout."""
     sub_sampling_factor: PositiveInt = 1
     """Use every k-th sample for the Fisher-vector products."""
+
+    @model_validator(mode="after")
+    def _no_loss_scaling(self) -> TRPOArgs:
+        if self.fp16:
+            raise ArgProblems(
+                Problem(
+                    "TRPO moves the actor by its natural-gradient step, which no loss scaler guards: "
+                    "it does not run in fp16",
+                    key="fp16",
+                    fix="use bf16 or fp32",
+                )
+            )
+        return self
 
 
 PEFT_KEYS_SET_HERE = {
@@ -310,9 +340,19 @@ class SupervisedArgs(Strict):
     save_total_limit: PositiveInt | None = None
     """At most this many checkpoints kept: a run keeps one (its final ``model/``; a warm start the
     fit its chains share, ``warm_starts/<key>/``), so every limit holds."""
+    bf16: bool = False
+    """The loss's forward pass in bfloat16 under autocast, weights and loss in float32 (Hugging
+    Face's ``TrainingArguments.bf16``)."""
+    fp16: bool = False
+    """The same in float16, with loss scaling (CUDA only)."""
     peft: PeftSettings | None = None
     """Fit a PEFT adapter (LoRA by default) instead of every weight (``alg.training_args.peft``).
     A warm start's adapter is merged into the weights that RL starts from."""
+
+    @model_validator(mode="after")
+    def _one_precision(self) -> SupervisedArgs:
+        one_precision(self.bf16, self.fp16)
+        return self
 
 
 class PolicyArgs(Strict):

@@ -195,8 +195,10 @@ class ActorCritic(nn.Module):
         return PolicyOutput(logprobs, entropy, values, raw_logprobs)
 
     def values(self, hidden: torch.Tensor) -> torch.Tensor:
-        """V(s_t) [B, T] from the trunk's last hidden states [B, T, H]."""
-        return self.value_head(hidden.float()).squeeze(-1)
+        """V(s_t) [B, T] from the trunk's last hidden states [B, T, H], in float32 under any
+        autocast (``precision.py``)."""
+        with torch.autocast(hidden.device.type, enabled=False):
+            return self.value_head(hidden.float()).squeeze(-1)
 
     def policy_parameters(self) -> list[nn.Parameter]:
         """The actor's parameters (the LM), without the critic's."""

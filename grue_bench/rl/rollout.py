@@ -26,6 +26,7 @@ from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, response_logits_and_hidden
+from grue_bench.rl.precision import Precision
 from grue_bench.rl.sampler import can_sample, sample
 
 MAX_CACHED_PROMPTS = 100_000
@@ -244,6 +245,8 @@ class RolloutCollector:
     masker: ActionMasker | None = None
     prompt_cache: dict[str, list[int]] = field(default_factory=dict)
     """The token ids of prompts already seen (``encode_prompts``)."""
+    precision: Precision = field(default_factory=Precision)
+    """The forward passes' precision (sampling, values, reference); rewards are scored outside it."""
     generation_s: float = 0.0
     """Seconds spent inside generate() in the last collect (the rest is scoring and rewards)."""
     compiled: CompiledDecoder | None = field(init=False, default=None)
@@ -278,20 +281,22 @@ class RolloutCollector:
         for start in range(0, len(samples), self.chunk_size):
             part = samples[start : start + self.chunk_size]
             started = time.perf_counter()
-            gen = generate(
-                self.policy.lm,
-                self.tokenizer,
-                model_type,
-                [s.prompt_or_input_text for s in part],
-                self.settings,
-                self.device,
-                self.masker,
-                with_hidden=with_values and self.policy.critic_lm is None,
-                prompt_cache=self.prompt_cache,
-                compiled=self.compiled,
-            )
-            self.generation_s += time.perf_counter() - started
-            logprobs, raw_logprobs, values = self._logprobs_and_values(gen, with_values)
+            with self.precision.autocast():
+                gen = generate(
+                    self.policy.lm,
+                    self.tokenizer,
+                    model_type,
+                    [s.prompt_or_input_text for s in part],
+                    self.settings,
+                    self.device,
+                    self.masker,
+                    with_hidden=with_values and self.policy.critic_lm is None,
+                    prompt_cache=self.prompt_cache,
+                    compiled=self.compiled,
+                )
+                self.generation_s += time.perf_counter() - started
+                logprobs, raw_logprobs, values = self._logprobs_and_values(gen, with_values)
+                ref_logprobs = self._reference_logprobs(gen.tokens, raw_logprobs)
             parts.append(
                 Episodes(
                     tokens=gen.tokens,
@@ -299,7 +304,7 @@ class RolloutCollector:
                     task_rewards=torch.zeros(len(part), device=self.device),  # scored below, at once
                     logprobs=logprobs,
                     raw_logprobs=raw_logprobs,
-                    ref_logprobs=self._reference_logprobs(gen.tokens, raw_logprobs),
+                    ref_logprobs=ref_logprobs,
                     values=values,
                     action_mask=gen.action_mask,
                 )

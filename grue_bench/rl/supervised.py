@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from grue_bench.data import Sample
 from grue_bench.rl.hparams import SupervisedArgs
 from grue_bench.rl.policy import causal_position_ids, frozen_names, load_trained_state, trained_state
+from grue_bench.rl.precision import Precision, optimizer_step, scaled
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,9 @@ class Supervised:
         self.truncation_side = truncation_side
         self.seed = seed
         self.accelerator = accelerator or Accelerator(cpu=not torch.cuda.is_available())
+        device = self.accelerator.device
+        self.precision = Precision.from_flags(args.bf16, args.fp16, device, "alg.training_args")
+        self.scaler = self.precision.grad_scaler()
         trained = [p for p in lm.parameters() if p.requires_grad]  # with an adapter, its weights
         optimizer = torch.optim.AdamW(trained, lr=args.learning_rate, weight_decay=args.weight_decay)
         self.lm, self.optimizer = self.accelerator.prepare(lm, optimizer)
@@ -146,7 +150,11 @@ class Supervised:
         batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
         if self.model_type == "causal":
             batch["position_ids"] = causal_position_ids(batch["attention_mask"])
-        return self.lm(**batch).loss
+        with self.precision.autocast():
+            return self.lm(**batch).loss  # computed from float32 logits (transformers upcasts them)
+
+    def _clip(self) -> None:
+        self.accelerator.clip_grad_norm_(self.lm.parameters(), self.args.max_grad_norm)
 
     @torch.no_grad()
     def validation_loss(self, samples: Sequence[Sample]) -> float:
@@ -166,12 +174,15 @@ class Supervised:
             "scheduler": self._scheduler.state_dict(),
             "position": list(self._position),
             "losses": list(self.losses),
+            **({"grad_scaler": self.scaler.state_dict()} if self.scaler else {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what ``state_dict`` returned; the fit goes on from its batch at the next step."""
         load_trained_state(self.model, state["policy"], frozen_names(self.model))
         self.losses = list(state["losses"])
+        if self.scaler:
+            self.scaler.load_state_dict(state["grad_scaler"])
         self._resumed = state
 
     def step(self, pool: Sequence[Sample], rng: random.Random) -> dict[str, float]:
@@ -217,7 +228,7 @@ class Supervised:
                     if steps_left == 0:
                         break
                     loss = self._loss(batch) / self.args.gradient_accumulation_steps
-                    self.accelerator.backward(loss)
+                    self.accelerator.backward(scaled(loss, self.scaler))
                     self.losses.append(float(loss.detach()) * self.args.gradient_accumulation_steps)
                     steps_left -= 1
                     self._position = (epoch, number + 1)
@@ -227,8 +238,7 @@ class Supervised:
                     # Trainer's rule): no gradient is dropped or carried into the next epoch
                     last = number + 1 == batches_per_epoch or steps_left == 0
                     if (number + 1) % self.args.gradient_accumulation_steps == 0 or last:
-                        self.accelerator.clip_grad_norm_(self.lm.parameters(), self.args.max_grad_norm)
-                        self.optimizer.step()
+                        optimizer_step(self.optimizer, self.scaler, self._clip)
                         scheduler.step()
                         self.optimizer.zero_grad()
                         self.iteration += 1

@@ -98,7 +98,8 @@ class TRPO(OnPolicyAlgorithm):
     def _log_probs(self, batch: Rollout) -> torch.Tensor:
         """log pi(.|s_t) over the vocabulary at every response step [B, T, V]."""
         policy = self.unwrapped
-        logits, _ = response_logits_and_hidden(policy.lm, batch, policy.model_type, want_hidden=False)
+        with self.precision.autocast():
+            logits, _ = response_logits_and_hidden(policy.lm, batch, policy.model_type, want_hidden=False)
         logits = logits.float()
         if batch.action_mask is not None:
             logits = logits.masked_fill(~batch.action_mask, torch.finfo(logits.dtype).min)
@@ -221,7 +222,8 @@ class TRPO(OnPolicyAlgorithm):
         self.optimizer.zero_grad()
         loss = 0.0
         for part, weight in self.micro_batches(batch):
-            out = self.unwrapped(part, action_mask=part.action_mask, detach_value_trunk=True)
+            with self.precision.autocast():
+                out = self.unwrapped(part, action_mask=part.action_mask, detach_value_trunk=True)
             part_loss = masked_mean((out.values - part.returns) ** 2, part.loss_mask)
             self.accelerator.backward(weight * part_loss)
             loss += weight * float(part_loss.detach())

@@ -36,6 +36,7 @@ from grue_bench.rl.adapters import add_adapter, merged
 from grue_bench.rl.algorithm import OnPolicyAlgorithm
 from grue_bench.rl.hparams import PeftSettings, SupervisedArgs
 from grue_bench.rl.policy import ActorCritic
+from grue_bench.rl.precision import Precision
 from grue_bench.rl.supervised import Supervised
 from grue_bench.rl.trainer import Algorithm, Callback, Trainer
 from grue_bench.runner.callbacks import AcrossProcesses, Resume
@@ -253,14 +254,28 @@ def _say_how_to_use_the_gpus(apply_model_parallel: bool, processes: int) -> None
 
 def supervised_args(config: RunConfig) -> SupervisedArgs:
     """The supervised stage's arguments: a supervised run's ``alg.args`` and
-    ``alg.training_args``, a warm start's those of its task profile."""
+    ``alg.training_args``, a warm start's those of its task profile in its RL stage's precision
+    (``alg.args.bf16``/``fp16``)."""
     settings = {}
     if config.task is not None:
         profile = plugins.TASKS.get(config.task).profiles.get(config.profile, {})
         settings = profile.get("algs", {}).get("supervised", {}).get("training_args", {})
     if config.alg.id == "supervised":
         settings = {**config.alg.args, **(config.alg.training_args or {})}
+    else:
+        precision = {key: config.alg.args[key] for key in ("bf16", "fp16") if key in config.alg.args}
+        settings = {**settings, **precision}
     return SupervisedArgs.model_validate(settings)
+
+
+def run_precision(config: RunConfig, device: torch.device) -> Precision:
+    """The precision of the run's last stage (a supervised run's training args, else
+    ``alg.args``): its evaluations generate in it."""
+    if config.alg.id == "supervised":
+        args, key = supervised_args(config), "alg.training_args"
+    else:
+        args, key = plugins.ALGORITHMS.get(config.alg.id).Args.model_validate(config.alg.args), "alg.args"
+    return Precision.from_flags(args.bf16, args.fp16, device, key)
 
 
 def final_peft(config: RunConfig) -> PeftSettings | None:

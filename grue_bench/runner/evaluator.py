@@ -14,22 +14,33 @@ from grue_bench import plugins
 from grue_bench.config import RunConfig
 from grue_bench.data import Sample
 from grue_bench.postprocessing import post_process
+from grue_bench.rl.precision import Precision
 from grue_bench.rl.rollout import generate
 from grue_bench.runner.generation import evaluation_generation_kwargs, generation_settings
 from grue_bench.scoring import Scores, score
 
 
 def evaluate(
-    lm: Any, tokenizer: Any, model_type: str, config: RunConfig, samples: Sequence[Sample], split: str, device
+    lm: Any,
+    tokenizer: Any,
+    model_type: str,
+    config: RunConfig,
+    samples: Sequence[Sample],
+    split: str,
+    device,
+    precision: Precision | None = None,
 ) -> tuple[Scores, list[dict[str, Any]]]:
-    """Generate for every sample with the evaluation's generation kwargs, post-process the texts
-    if they name a post-processor, and score them."""
+    """Generate for every sample with the evaluation's generation kwargs (in the run's
+    ``precision``), post-process the texts if they name a post-processor, and score them (the
+    metrics in float32, perplexity under the model included)."""
+    precision = precision or Precision()
     settings = generation_settings(config, evaluation=True, tokenizer=tokenizer, model_type=model_type)
     size = config.train_evaluation.eval_batch_size
     texts: list[str] = []
     for start in tqdm(range(0, len(samples), size), desc=f"generate {split}", unit="batch", leave=False):
         prompts = [s.prompt_or_input_text for s in samples[start : start + size]]
-        texts.extend(generate(lm, tokenizer, model_type, prompts, settings, device).texts)
+        with precision.autocast():
+            texts.extend(generate(lm, tokenizer, model_type, prompts, settings, device).texts)
     texts = post_process(evaluation_generation_kwargs(config).post_processing_fn, texts)
     metrics = config.train_evaluation.metrics or plugins.TASKS.get(config.task).metrics
     if model_type == "causal":
@@ -59,9 +70,17 @@ class Evaluator:
     ``predictions/<split>_<iteration>.json`` under ``out``, as RL4LMs does."""
 
     def __init__(
-        self, config: RunConfig, tokenizer, model_type: str, pools: dict[str, list[Sample]], out: Path, device
+        self,
+        config: RunConfig,
+        tokenizer,
+        model_type: str,
+        pools: dict[str, list[Sample]],
+        out: Path,
+        device,
+        precision: Precision | None = None,
     ) -> None:
         self.config = config
+        self.precision = precision
         self.tokenizer = tokenizer
         self.model_type = model_type
         self.pools = pools
@@ -74,7 +93,9 @@ class Evaluator:
     def __call__(self, lm, split: str, iteration: int) -> tuple[dict[str, float], list[dict[str, Any]]]:
         """Score ``lm`` on ``split``; returns the corpus-level table and the generated rows."""
         samples = self.pools[split]
-        scores, rows = evaluate(lm, self.tokenizer, self.model_type, self.config, samples, split, self.device)
+        scores, rows = evaluate(
+            lm, self.tokenizer, self.model_type, self.config, samples, split, self.device, self.precision
+        )
         table = scores.corpus()
         append_jsonl(self.out / f"{split}_metrics.jsonl", {"iteration": iteration, **table})
         (self.out / "predictions" / f"{split}_{iteration}.json").write_text(json.dumps(rows, indent=1))

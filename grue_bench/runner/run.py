@@ -18,15 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from grue_bench.models import load_base_lm
 from grue_bench.paths import run_dir
 from grue_bench.resolve.grid import RunSpec
 from grue_bench.rl.adapters import merged
 from grue_bench.rl.checkpoint import CHECKPOINT, discard_staged
+from grue_bench.rl.precision import default_device
 from grue_bench.rl.trainer import Callback, Trainer
-from grue_bench.runner.assemble import Run, build_run, final_peft
+from grue_bench.runner.assemble import Run, build_run, final_peft, run_precision
 from grue_bench.runner.callbacks import CheckpointEvery, Evaluations, RecordStats, final_evaluation
 from grue_bench.runner.evaluator import Evaluator, append_jsonl
 from grue_bench.runner.model_card import TrainedRun, write_model_card
@@ -89,8 +88,9 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
         (out / "config.yaml").write_text(config.to_yaml())
     run = build_run(config, spec.seed, label=spec.label)
     lm = run.base.model
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    evaluator = Evaluator(config, run.tokenizer, run.model_type, run.pools, out, device)
+    device = default_device()
+    precision = run_precision(config, device)
+    evaluator = Evaluator(config, run.tokenizer, run.model_type, run.pools, out, device, precision)
     checkpoint_dir = out / CHECKPOINT
     resuming = (checkpoint_dir / "meta.json").is_file()
     if lead:

@@ -35,6 +35,13 @@ RNG_FILE = "rng.pt"
 RECORD_FILE = "warm_start.json"
 
 
+def _supervised_settings(config) -> dict:
+    """The supervised stage's settings as the key hashes them: float32 (no half precision asked
+    for) as before precision was a setting, so that earlier fits keep their keys."""
+    args = supervised_args(config)
+    return args.model_dump(mode="json", exclude=None if args.bf16 or args.fp16 else {"bf16", "fp16"})
+
+
 def fit_key(run: Run, lm) -> str:
     """The hash of everything a supervised fit of ``lm`` on ``run``'s train split depends on, now."""
     config, tokenizer, seed = run.config, run.tokenizer, run.seed
@@ -42,7 +49,7 @@ def fit_key(run: Run, lm) -> str:
     settings = {
         "task": config.task,
         "model_type": run.model_type,
-        "supervised": supervised_args(config).model_dump(mode="json"),
+        "supervised": _supervised_settings(config),
         "lengths": [env.max_prompt_length, env.max_episode_length, env.prompt_truncation_side],
         "tokenizer": [tokenizer.backend_tokenizer.to_str(), tokenizer.padding_side],
         "seed": seed,

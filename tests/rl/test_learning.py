@@ -50,10 +50,10 @@ def base_lms():
     }
 
 
-def _config(alg: str, model_type: str):
+def _config(alg: str, model_type: str, extra=()):
     data = task_config(plugins.TASKS.get("increasing_numbers"), alg, "tiny")
     data["alg"]["policy"]["id"] = data["alg"]["policy"]["id"].replace("causal", model_type)
-    for assignment in SETTINGS + PER_ALG.get((alg, model_type), []):
+    for assignment in [*SETTINGS, *PER_ALG.get((alg, model_type), []), *extra]:
         apply_override(data, assignment)
     return build_config(data, f"learning test {alg}/{model_type}")
 
@@ -62,9 +62,22 @@ def _config(alg: str, model_type: str):
 @pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
 @pytest.mark.parametrize("alg", ["ppo", "nlpo", "a2c", "trpo", "grpo", "rloo"])
 def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
+    _rises_by_half_the_gap(alg, model_type, seed, base_lms)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
+def test_in_bf16_ppo_reward_rises_by_half_the_gap_too(model_type, seed, base_lms):
+    """The same bar with the forward passes in bfloat16 (``alg.args.bf16``)."""
+    algorithm = _rises_by_half_the_gap("ppo", model_type, seed, base_lms, ["alg.args.bf16=true"])
+    assert algorithm.precision.name == "bf16"
+
+
+def _rises_by_half_the_gap(alg, model_type, seed, base_lms, extra=()):
+    """Train until the mean reward of 5 iterations clears the bar (or fail); the algorithm."""
     import copy
 
-    config = _config(alg, model_type)
+    config = _config(alg, model_type, extra)
     set_seed(seed)
     base = base_lms[model_type]
     algorithm = Run(config, seed, base, pools={}).rl(copy.deepcopy(base.model))
@@ -82,6 +95,7 @@ def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
     assert recent >= bar, (
         f"{alg}/{model_type}/seed{seed}: {start:.3f} -> {recent:.3f} (bar {bar:.3f}) {rewards}"
     )
+    return algorithm
 
 
 def test_compile_sampler_reaches_the_rollouts_and_evaluation_stays_uncompiled():

@@ -42,11 +42,12 @@ def _samples(n, offset):
     ]
 
 
+@pytest.mark.parametrize("bf16", [False, True])
 @pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
-def test_supervised_training_lowers_the_validation_loss(model_type):
+def test_supervised_training_lowers_the_validation_loss(model_type, bf16):
     tokenizer = word_tokenizer()
     lm = (tiny_causal if model_type == "causal" else tiny_seq2seq)(tokenizer)
-    args = SupervisedArgs(per_device_train_batch_size=16, num_train_epochs=8, learning_rate=3e-3)
+    args = SupervisedArgs(per_device_train_batch_size=16, num_train_epochs=8, learning_rate=3e-3, bf16=bf16)
     trainer = Supervised(lm, tokenizer, model_type, args, max_prompt_length=8, max_target_length=6)
     validation = _samples(40, 1000)
     before = trainer.validation_loss(validation)
@@ -54,6 +55,7 @@ def test_supervised_training_lowers_the_validation_loss(model_type):
     after = trainer.validation_loss(validation)
     assert len(losses) == 8 * 10
     assert after < 0.5 * before
+    assert {param.dtype for param in trainer.model.parameters()} == {torch.float32}  # the master weights
 
 
 def test_causal_labels_cover_only_the_reference_and_eos():

@@ -207,3 +207,27 @@ def test_metrics_stay_without_an_offline_profile_or_when_their_asset_is_there(tm
     monkeypatch.setattr(spice.shutil, "which", lambda name: "/usr/bin/java")
     (installed,) = build_specs(["commongen"], ["ppo"], [0], "tiny", COMMONGEN_PPO, offline=True)
     assert "spice" in _metric_ids(installed)
+
+
+def test_precision_sets_the_hugging_face_flags_of_every_stage():
+    from grue_bench.cli import build_parser
+    from grue_bench.commands.run import grid_specs
+    from grue_bench.runner.assemble import supervised_args
+
+    algs = "ppo,supervised+ppo,supervised"
+    argv = ["run", "--task", "increasing_numbers", "--alg", algs, "--precision", "bf16"]
+    specs = grid_specs(build_parser("run").parse_args(argv))
+    assert [spec.alg for spec in specs] == ["ppo", "supervised+ppo", "supervised"]
+    flags = [(spec.config.alg.args["bf16"], spec.config.alg.args["fp16"]) for spec in specs]
+    assert flags == [(True, False)] * 3
+    assert all(supervised_args(spec.config).bf16 for spec in specs)  # a chain's warm start too
+
+
+def test_a_precision_this_machine_lacks_stops_the_grid_before_any_run(run_grue, tmp_path):
+    store = tmp_path / "s.sqlite"
+    task = ["--task", "increasing_numbers", "--store", str(store)]
+    code, _, stderr = run_grue("run", *task, "--precision", "fp16")
+    assert code == 2 and "--precision: fp16 needs a CUDA GPU; this run is on cpu" in stderr
+    code, _, stderr = run_grue("run", *task, "--set", "alg.args.fp16=true")
+    assert code == 2 and "alg.args.fp16: fp16 needs a CUDA GPU; this run is on cpu" in stderr
+    assert not store.exists()

@@ -9,7 +9,8 @@ import torch
 
 from grue_bench import plugins
 from grue_bench.resolve import apply_override, build_config, task_config
-from grue_bench.rl.checkpoint import save_checkpoint
+from grue_bench.rl import precision as precision_module
+from grue_bench.rl.checkpoint import STATE_FILE, save_checkpoint
 from grue_bench.rl.trainer import Callback
 from grue_bench.runner.assemble import build_run
 
@@ -77,7 +78,13 @@ class StopAfterCheckpoint(Callback):
         return False
 
 
-def _increasing_numbers(alg: str):
+def _numbers(stats: dict[str, float]) -> dict[str, float]:
+    """An iteration's statistics but its timings."""
+    return {key: value for key, value in stats.items() if not key.startswith("time/")}
+
+
+def resume_config(alg: str):
+    """increasing_numbers, 4 iterations of a short rollout: quick to train twice."""
     data = task_config(plugins.TASKS.get("increasing_numbers"), alg, "tiny")
     for assignment in ("train_evaluation.n_iters=4", "env.args.max_episode_length=8", "alg.args.n_steps=8"):
         apply_override(data, assignment)
@@ -91,7 +98,7 @@ def test_every_algorithm_resumed_from_its_checkpoint_repeats_the_uninterrupted_i
     """The checkpoint holds all an algorithm's state (weights, optimizer, minibatch order, KL
     coefficient, random states): in the process a killed run restarts in, iterations 3 and 4
     from the checkpoint of iteration 2 are those of the run that went on, bit for bit."""
-    config = _increasing_numbers(alg)
+    config = resume_config(alg)
     whole = build_run(config, 0, splits=("train",))
     history = whole.train(whole.rl(whole.base.model)).history
     cut = build_run(config, 0, splits=("train",))
@@ -99,11 +106,8 @@ def test_every_algorithm_resumed_from_its_checkpoint_repeats_the_uninterrupted_i
     resumed = build_run(config, 0, splits=("train",))  # seeds everything again, as a new process
     trainer = resumed.train(resumed.rl(resumed.base.model), resume_from=tmp_path / "checkpoint")
 
-    def numbers(stats):
-        return {key: value for key, value in stats.items() if not key.startswith("time/")}
-
     assert len(history) == 4 and trainer.iteration == 4
-    assert [numbers(s) for s in trainer.history] == [numbers(s) for s in history[2:]]
+    assert [_numbers(s) for s in trainer.history] == [_numbers(s) for s in history[2:]]
     assert history[2] != history[3]  # the iterations differ: the comparison is not vacuous
 
 
@@ -135,3 +139,32 @@ def test_a_supervised_fit_resumed_from_its_checkpoint_repeats_the_uninterrupted_
     assert trainer.history == whole_trainer.history[1:]  # the logging periods after the checkpoint
     before, after = whole.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(before[name], after[name]) for name in before)
+
+
+@pytest.mark.parametrize("half", ["bf16", "fp16"])
+def test_a_half_precision_run_resumed_from_its_checkpoint_repeats_the_uninterrupted_iterations(
+    tmp_path, monkeypatch, half
+):
+    """bf16 resumes bit for bit as fp32 does; fp16 (a GPU's, run here on the CPU's float16
+    autocast) also carries its loss scale through the checkpoint."""
+    monkeypatch.setattr(precision_module, "check_supported", lambda name, device, key: None)
+    data = resume_config("ppo").to_dict()
+    apply_override(data, f"alg.args.{half}=true")
+    config = build_config(data, f"exact resume {half}")
+
+    def trained(*callbacks, resume_from=None):
+        run = build_run(config, 0, splits=("train",))
+        algorithm = run.rl(run.base.model)
+        return algorithm, run.train(algorithm, callbacks, resume_from=resume_from)
+
+    whole, whole_trainer = trained()
+    assert whole.precision.name == half and whole.collector.precision.name == half
+    assert (whole.scaler is not None) == (half == "fp16")
+    trained(StopAfterCheckpoint(tmp_path / "checkpoint", at=2))
+    if half == "fp16":
+        assert "grad_scaler" in torch.load(tmp_path / "checkpoint" / STATE_FILE, weights_only=False)
+    resumed, trainer = trained(resume_from=tmp_path / "checkpoint")
+
+    assert [_numbers(s) for s in trainer.history] == [_numbers(s) for s in whole_trainer.history[2:]]
+    if half == "fp16":
+        assert resumed.scaler.get_scale() == whole.scaler.get_scale()
