@@ -1,10 +1,14 @@
-"""Time scoring the 200-row IMDB test split with its full metric suite (run by hand).
+"""Time a task's evaluation (run by hand).
 
     python benchmarks/bench_eval.py [--task imdb] [--split test]
+    python benchmarks/bench_eval.py --generate --profile small [--precision bf16] [--threads 2]
 
-Scores the references themselves as predictions, with the tiny IMDB base LM passed for
-perplexity, so every metric of the suite runs. Prints one JSON line with the seconds taken;
-model loading and classifier training (cached after the first run) are timed separately.
+Without ``--generate``: scores the split's references themselves as predictions, with the tiny
+base LM passed for perplexity, so every metric of the suite runs; prints the seconds taken, model
+loading and asset warm-up (cached after the first run) timed apart. With ``--generate``: the
+evaluation a run of ``--profile`` makes of its base model (``runner.evaluator.evaluate``: the
+profile's generation settings and batch size, then the task's suite), generation and scoring
+timed apart, in ``--precision``.
 """
 
 from __future__ import annotations
@@ -18,8 +22,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="imdb")
     parser.add_argument("--split", default="test")
+    parser.add_argument("--generate", action="store_true", help="generate the predictions, as a run does")
+    parser.add_argument("--profile", default="tiny")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
+    import torch
+
+    torch.set_num_threads(args.threads)
     from grue_bench import plugins
     from grue_bench.datapools import TaskPool, task_corpus
     from grue_bench.models import load_base_lm
@@ -29,32 +40,51 @@ def main() -> None:
     samples = list(TaskPool.prepare(args.split, task=task.id))
     started = time.perf_counter()
     base = load_base_lm(
-        task.model_type, profile="tiny", corpus=lambda: task_corpus(task.id), corpus_id=task.id
+        task.model_type, profile=args.profile, corpus=lambda: task_corpus(task.id), corpus_id=task.id
     )
     base.model.tokenizer = base.tokenizer
     load_s = time.perf_counter() - started
-    predictions = [s.references[0] for s in samples]
     warm = time.perf_counter()
     # the first call loads (or trains and caches) the metric assets
-    score(task.metrics, samples[:2], predictions[:2], model=base.model, split=args.split)
-    warm_s = time.perf_counter() - warm
-    started = time.perf_counter()
-    scores = score(task.metrics, samples, predictions, model=base.model, split=args.split)
-    elapsed = time.perf_counter() - started
-    print(
-        json.dumps(
-            {
-                "task": task.id,
-                "split": args.split,
-                "rows": len(samples),
-                "metrics": [m.id for m in task.metrics],
-                "skipped": scores.skipped,
-                "score_s": round(elapsed, 2),
-                "asset_warmup_s": round(warm_s, 2),
-                "model_load_s": round(load_s, 2),
-            }
-        )
+    score(
+        task.metrics, samples[:2], [s.references[0] for s in samples[:2]], model=base.model, split=args.split
     )
+    warm_s = time.perf_counter() - warm
+    figures = {"task": task.id, "split": args.split, "rows": len(samples), "profile": args.profile}
+    if args.generate:
+        figures.update(_generated(task, base, samples, args))
+    else:
+        started = time.perf_counter()
+        scores = score(
+            task.metrics, samples, [s.references[0] for s in samples], model=base.model, split=args.split
+        )
+        figures.update(score_s=round(time.perf_counter() - started, 2), skipped=scores.skipped)
+    print(json.dumps({**figures, "asset_warmup_s": round(warm_s, 2), "model_load_s": round(load_s, 2)}))
+
+
+def _generated(task, base, samples, args) -> dict:
+    """Generation and scoring seconds of the evaluation a run of ``args.profile`` makes."""
+    import torch
+
+    from grue_bench.resolve import build_config, task_config
+    from grue_bench.rl.precision import Precision
+    from grue_bench.runner.evaluator import generate_texts, score_texts
+
+    config = build_config(task_config(task, "ppo", args.profile), "the benchmark's evaluation")
+    lm, tokenizer, split = base.model, base.tokenizer, args.split
+    started = time.perf_counter()
+    precision, device = Precision(args.precision, "cpu"), torch.device("cpu")
+    texts = generate_texts(lm, tokenizer, task.model_type, config, samples, split, device, precision)
+    generated = time.perf_counter()
+    scores, _ = score_texts(lm, tokenizer, task.model_type, config, samples, split, texts)
+    scored = time.perf_counter()
+    return {
+        "precision": args.precision,
+        "eval_batch_size": config.train_evaluation.eval_batch_size,
+        "generate_s": round(generated - started, 2),
+        "score_s": round(scored - generated, 2),
+        "skipped": scores.skipped,
+    }
 
 
 if __name__ == "__main__":

@@ -30,18 +30,45 @@ def evaluate(
     device,
     precision: Precision | None = None,
 ) -> tuple[Scores, list[dict[str, Any]]]:
-    """Generate for every sample with the evaluation's generation kwargs (in the run's
-    ``precision``), post-process the texts if they name a post-processor, and score them (the
-    metrics in float32, perplexity under the model included)."""
-    precision = precision or Precision()
+    """Generate for every sample (``generate_texts``) and score the texts (``score_texts``)."""
+    texts = generate_texts(lm, tokenizer, model_type, config, samples, split, device, precision)
+    return score_texts(lm, tokenizer, model_type, config, samples, split, texts)
+
+
+def generate_texts(
+    lm: Any,
+    tokenizer: Any,
+    model_type: str,
+    config: RunConfig,
+    samples: Sequence[Sample],
+    split: str,
+    device,
+    precision: Precision | None = None,
+) -> list[str]:
+    """Generate for every sample with the evaluation's generation kwargs, in the run's
+    ``precision``, ``eval_batch_size`` prompts at a time; post-process the texts if they name a
+    post-processor."""
     settings = generation_settings(config, evaluation=True, tokenizer=tokenizer, model_type=model_type)
     size = config.train_evaluation.eval_batch_size
     texts: list[str] = []
     for start in tqdm(range(0, len(samples), size), desc=f"generate {split}", unit="batch", leave=False):
         prompts = [s.prompt_or_input_text for s in samples[start : start + size]]
-        with precision.autocast():
+        with (precision or Precision()).autocast():
             texts.extend(generate(lm, tokenizer, model_type, prompts, settings, device).texts)
-    texts = post_process(evaluation_generation_kwargs(config).post_processing_fn, texts)
+    return post_process(evaluation_generation_kwargs(config).post_processing_fn, texts)
+
+
+def score_texts(
+    lm: Any,
+    tokenizer: Any,
+    model_type: str,
+    config: RunConfig,
+    samples: Sequence[Sample],
+    split: str,
+    texts: list[str],
+) -> tuple[Scores, list[dict[str, Any]]]:
+    """Score ``texts`` with the config's metrics (its task's), in float32, perplexity under ``lm``
+    included; the scores and one row per sample."""
     metrics = config.train_evaluation.metrics or plugins.TASKS.get(config.task).metrics
     if model_type == "causal":
         lm.tokenizer = tokenizer  # model-bound metrics (perplexity) read it from the model
