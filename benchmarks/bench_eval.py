@@ -76,7 +76,7 @@ def _generated(task, base, samples, args) -> dict:
     precision, device = Precision(args.precision, "cpu"), torch.device("cpu")
     texts = generate_texts(lm, tokenizer, task.model_type, config, samples, split, device, precision)
     generated = time.perf_counter()
-    scores, _ = score_texts(lm, tokenizer, task.model_type, config, samples, split, texts)
+    scores, _ = score_texts(lm, tokenizer, task.model_type, config, samples, split, texts, precision)
     scored = time.perf_counter()
     return {
         "precision": args.precision,

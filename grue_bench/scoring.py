@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,12 +139,15 @@ def score(
     *,
     model: Any = None,
     split: str | None = None,
+    model_precision: Callable[[], AbstractContextManager] = nullcontext,
 ) -> Scores:
     """Run each metric on the generations. A metric that needs the policy's model is reported as
-    skipped when no model is given (never scored as 0). The global random states are left as
-    they were found (``random_states_kept``)."""
+    skipped when no model is given (never scored as 0), and runs it inside ``model_precision()``
+    (the run's autocast: perplexity under the policy as the policy runs); the others, their own
+    models included, in float32. The global random states are left as they were found
+    (``random_states_kept``)."""
     with random_states_kept():
-        return _score(metrics, samples, generations, model, split)
+        return _score(metrics, samples, generations, model, split, model_precision)
 
 
 @contextmanager
@@ -174,6 +177,7 @@ def _score(
     generations: Sequence[str],
     model: Any,
     split: str | None,
+    model_precision: Callable[[], AbstractContextManager],
 ) -> Scores:
     prompts = [s.prompt_or_input_text for s in samples]
     references = [s.references for s in samples]
@@ -185,7 +189,10 @@ def _score(
             out.skipped[component.id] = "needs the policy's model (grue eval: pass --model DIR)"
             log.warning("skipping %s: %s", component.id, out.skipped[component.id])
             continue
-        scores = metric.compute(prompts, list(generations), references, metas, model=model, split_name=split)
+        with model_precision() if metric.needs_policy_model() else nullcontext():
+            scores = metric.compute(
+                prompts, list(generations), references, metas, model=model, split_name=split
+            )
         for key, (_, corpus) in scores.items():
             if not math.isfinite(corpus):
                 raise GrueError(f"metric '{component.id}' gave a non-finite score for '{key}'", key=key)

@@ -12,7 +12,7 @@ from grue_bench.postprocessing import three_sentence_summary
 from grue_bench.registry import Registry
 from grue_bench.resolve import build_config
 from grue_bench.rl.precision import Precision
-from grue_bench.runner.evaluator import evaluate
+from grue_bench.runner.evaluator import evaluate, score_texts
 from grue_bench.runner.generation import generation_settings
 from grue_bench.yamlio import read_yaml_mapping
 
@@ -110,6 +110,25 @@ def test_evaluation_generates_in_the_runs_precision(tiny_causal_lm):
     seen.clear()
     _evaluate_tiny(lm, tokenizer, _rl_data(), Precision("bf16", "cpu"))
     assert set(seen) == {torch.bfloat16}
+
+
+def test_perplexity_under_the_policy_scores_in_the_runs_precision_other_metrics_in_float32(tiny_causal_lm):
+    lm, tokenizer = tiny_causal_lm
+    seen = []
+    lm.lm_head.register_forward_hook(lambda module, inputs, output: seen.append(output.dtype))
+    data = _rl_data()
+    data["train_evaluation"]["metrics"] = [{"id": "causal_perplexity"}, {"id": "diversity"}]
+    config = build_config(data, "test")
+    samples = [Sample(str(i), "the cat", [f"{i} {i + 1} the dog runs"]) for i in range(6)]
+    texts = ["1 2"] * 6
+    fp32, _ = score_texts(lm, tokenizer, "causal", config, samples, "val", texts)
+    assert set(seen) == {torch.float32}
+    seen.clear()
+    half, _ = score_texts(lm, tokenizer, "causal", config, samples, "val", texts, Precision("bf16", "cpu"))
+    assert set(seen) == {torch.bfloat16} and not torch.is_autocast_enabled("cpu")
+    perplexity = "fluency_metrics/perplexity"
+    assert half.corpus()[perplexity] == pytest.approx(fp32.corpus()[perplexity], rel=0.02)
+    assert half.corpus()["diversity_metrics/vocab_size"] == fp32.corpus()["diversity_metrics/vocab_size"]
 
 
 def test_evaluation_samples_at_most_the_policys_max_new_tokens(tiny_causal_lm):

@@ -76,14 +76,10 @@ def sliding_window_nll(lm: Any, input_ids: Any, window: int, stride: int) -> tup
     start, end, scored_from = 0, min(window, n), 1
     while scored_from < n:
         chunk = input_ids[:, start:end].to(lm.device)
-        with torch.no_grad():
-            logits = lm(chunk).logits[0]
         first = scored_from - start  # chunk position of the first token to score
-        total += float(
-            torch.nn.functional.cross_entropy(
-                logits[first - 1 : -1].float(), chunk[0, first:], reduction="sum"
-            )
-        )
+        with torch.no_grad():  # the vocabulary projection only where a scored token is predicted
+            logits = lm(chunk, logits_to_keep=end - scored_from + 1).logits[0, :-1]
+        total += float(torch.nn.functional.cross_entropy(logits.float(), chunk[0, first:], reduction="sum"))
         count += end - scored_from
         scored_from, end = end, min(end + stride, n)
         start = max(0, end - window)

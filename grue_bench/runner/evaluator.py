@@ -32,7 +32,7 @@ def evaluate(
 ) -> tuple[Scores, list[dict[str, Any]]]:
     """Generate for every sample (``generate_texts``) and score the texts (``score_texts``)."""
     texts = generate_texts(lm, tokenizer, model_type, config, samples, split, device, precision)
-    return score_texts(lm, tokenizer, model_type, config, samples, split, texts)
+    return score_texts(lm, tokenizer, model_type, config, samples, split, texts, precision)
 
 
 def generate_texts(
@@ -66,13 +66,18 @@ def score_texts(
     samples: Sequence[Sample],
     split: str,
     texts: list[str],
+    precision: Precision | None = None,
 ) -> tuple[Scores, list[dict[str, Any]]]:
-    """Score ``texts`` with the config's metrics (its task's), in float32, perplexity under ``lm``
-    included; the scores and one row per sample."""
+    """Score ``texts`` with the config's metrics (its task's): those that run ``lm`` (perplexity
+    under the policy) in the run's ``precision``, the others in float32; the scores and one row
+    per sample."""
     metrics = config.train_evaluation.metrics or plugins.TASKS.get(config.task).metrics
     if model_type == "causal":
         lm.tokenizer = tokenizer  # model-bound metrics (perplexity) read it from the model
-    scores = score(metrics, samples, texts, model=lm if model_type == "causal" else None, split=split)
+    model = lm if model_type == "causal" else None
+    scores = score(
+        metrics, samples, texts, model=model, split=split, model_precision=(precision or Precision()).autocast
+    )
     rows = [
         {
             "sample_id": s.id,
