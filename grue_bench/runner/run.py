@@ -77,7 +77,7 @@ def execute(
 
 
 def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, position: int) -> RunOutcome | None:
-    lead = recorder is not None  # execute gives the lead process, and only it, a recorder
+    lead = is_lead_process()  # execute gives it, and only it, a recorder
     if lead:
         recorder.begin()
     started = time.perf_counter()
