@@ -173,9 +173,9 @@ def declared_outputs() -> dict[str, Output]:
     return declared
 
 
-def headline_output(spec: TaskSpec) -> tuple[str, Output | None]:
-    """The key that heads ``spec`` and how its metric shows it (None: the metric declares no keys,
-    as an ``evaluate`` module; the task's ``headline.output`` names it)."""
+def headline_key(spec: TaskSpec) -> str:
+    """The key that heads ``spec``: its headline metric's one key, or the declared one its
+    ``headline.output`` names (any, for a metric that declares none, as an ``evaluate`` module)."""
     metric, head = spec.headline_metric(), spec.headline
     assert metric is not None and head is not None, "tasks.load_task checks the headline names a metric"
     outputs = metric_outputs(metric)
@@ -193,4 +193,4 @@ def headline_output(spec: TaskSpec) -> tuple[str, Output | None]:
             fix=f"set headline.output to one of {', '.join(outputs)}",
             **where,
         )
-    return key, outputs.get(key)
+    return key

@@ -43,7 +43,7 @@ class Leaderboard(Strict):
     def headlines(self, specs: Mapping[str, TaskSpec]) -> dict[str, Headline]:
         """Headline key and direction of each task that has a headline; one without a direction
         is an error (every one listed)."""
-        keys = {task: plugins.headline_output(spec)[0] for task, spec in specs.items() if spec.headline}
+        keys = {task: plugins.headline_key(spec) for task, spec in specs.items() if spec.headline}
         problems = [
             (self._where(key, specs[task]), self._direction_problem(task, key))
             for task, key in keys.items()

@@ -282,7 +282,7 @@ def check_task(spec: TaskSpec) -> list[Problem]:
         problems.append(Problem(message + suffix, key, fix))
     if spec.headline is not None:
         try:
-            plugins.headline_output(spec)
+            plugins.headline_key(spec)
         except GrueError as exc:
             problems.extend(exc.problems)
     return problems

@@ -243,7 +243,7 @@ def test_every_grue_task_heads_on_a_key_its_metric_declares_with_a_direction():
 def test_a_synthetic_tasks_headline_is_its_reward_metric_keyed_by_the_reward():
     spec = plugins.TASKS.get("increasing_numbers")
     assert spec.headline.metric == "reward" and spec.headline.output is None
-    assert plugins.headline_output(spec)[0] == "reward/increasing_numbers"
+    assert plugins.headline_key(spec) == "reward/increasing_numbers"
     assert "reward/sentences_with_dates" in plugins.declared_outputs()
 
 
@@ -275,7 +275,7 @@ def test_a_headline_naming_no_metric_or_no_single_key_is_an_error_naming_the_tas
 ):
     folder = _task_with_headline(tmp_path, headline)
     with pytest.raises(GrueError) as caught:
-        plugins.headline_output(load_task(folder))
+        plugins.headline_key(load_task(folder))
     text = str(caught.value)
     assert f"{folder / 'task.yaml'}: {where}: {message}" in text
     if "output" in where:

@@ -80,7 +80,7 @@ def test_the_papers_headline_is_each_tasks_own_headline_metric():
     assert numbers.rows == list(ROWS)
     assert set(numbers.tasks) == set(plugins.grue_tasks())
     for task, found in numbers.tasks.items():
-        assert found.headline.metric == plugins.headline_output(plugins.TASKS.get(task))[0], task
+        assert found.headline.metric == plugins.headline_key(plugins.TASKS.get(task)), task
         assert set(found.headline.values) == set(ROWS), task
     assert numbers.tasks["imdb"].headline.values["zero-shot"] == 0.489
     assert numbers.tasks["imdb"].fluency.values["zero-shot"] == 32.171
