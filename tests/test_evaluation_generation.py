@@ -11,7 +11,7 @@ from grue_bench.errors import GrueError
 from grue_bench.postprocessing import three_sentence_summary
 from grue_bench.registry import Registry
 from grue_bench.resolve import build_config
-from grue_bench.rl.precision import Precision
+from grue_bench.rl.precision import FP32, Precision
 from grue_bench.runner.evaluator import evaluate, score_texts
 from grue_bench.runner.generation import generation_settings
 from grue_bench.yamlio import read_yaml_mapping
@@ -93,7 +93,7 @@ def tiny_causal_lm():
     return tiny_causal(tokenizer), tokenizer
 
 
-def _evaluate_tiny(lm, tokenizer, data: dict, precision=None):
+def _evaluate_tiny(lm, tokenizer, data: dict, precision=FP32):
     data["env"]["args"].update(max_prompt_length=8, max_episode_length=24)
     data["train_evaluation"]["metrics"] = [{"id": "diversity"}]
     config = build_config(data, "test")

@@ -57,6 +57,10 @@ class Precision:
         return torch.amp.GradScaler(self.device_type) if self.name == "fp16" else None
 
 
+FP32 = Precision()
+"""float32: no autocast (the default everywhere)."""
+
+
 def check_supported(name: PrecisionName, device: torch.device, key: str) -> None:
     """Refuse a half precision ``device`` cannot run (fp16 needs a GPU; bf16 a GPU or a CPU
     with bfloat16 instructions, AVX-512 BF16 or AMX)."""

@@ -26,7 +26,7 @@ from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.policy import ActorCritic, response_logits_and_hidden
-from grue_bench.rl.precision import Precision
+from grue_bench.rl.precision import FP32, Precision
 from grue_bench.rl.sampler import can_sample, sample
 
 MAX_CACHED_PROMPTS = 100_000
@@ -245,7 +245,7 @@ class RolloutCollector:
     masker: ActionMasker | None = None
     prompt_cache: dict[str, list[int]] = field(default_factory=dict)
     """The token ids of prompts already seen (``encode_prompts``)."""
-    precision: Precision = field(default_factory=Precision)
+    precision: Precision = FP32
     """The forward passes' precision (sampling, values, reference); rewards are scored outside it."""
     generation_s: float = 0.0
     """Seconds spent inside generate() in the last collect (the rest is scoring and rewards)."""

@@ -14,7 +14,7 @@ from grue_bench import plugins
 from grue_bench.config import RunConfig
 from grue_bench.data import Sample
 from grue_bench.postprocessing import post_process
-from grue_bench.rl.precision import Precision
+from grue_bench.rl.precision import FP32, Precision
 from grue_bench.rl.rollout import generate
 from grue_bench.runner.generation import evaluation_generation_kwargs, generation_settings
 from grue_bench.scoring import Scores, score
@@ -28,7 +28,7 @@ def evaluate(
     samples: Sequence[Sample],
     split: str,
     device,
-    precision: Precision | None = None,
+    precision: Precision = FP32,
 ) -> tuple[Scores, list[dict[str, Any]]]:
     """Generate for every sample (``generate_texts``) and score the texts (``score_texts``)."""
     texts = generate_texts(lm, tokenizer, model_type, config, samples, split, device, precision)
@@ -43,7 +43,7 @@ def generate_texts(
     samples: Sequence[Sample],
     split: str,
     device,
-    precision: Precision | None = None,
+    precision: Precision = FP32,
 ) -> list[str]:
     """Generate for every sample with the evaluation's generation kwargs, in the run's
     ``precision``, ``eval_batch_size`` prompts at a time; post-process the texts if they name a
@@ -53,7 +53,7 @@ def generate_texts(
     texts: list[str] = []
     for start in tqdm(range(0, len(samples), size), desc=f"generate {split}", unit="batch", leave=False):
         prompts = [s.prompt_or_input_text for s in samples[start : start + size]]
-        with (precision or Precision()).autocast():
+        with precision.autocast():
             texts.extend(generate(lm, tokenizer, model_type, prompts, settings, device).texts)
     return post_process(evaluation_generation_kwargs(config).post_processing_fn, texts)
 
@@ -66,7 +66,7 @@ def score_texts(
     samples: Sequence[Sample],
     split: str,
     texts: list[str],
-    precision: Precision | None = None,
+    precision: Precision = FP32,
 ) -> tuple[Scores, list[dict[str, Any]]]:
     """Score ``texts`` with the config's metrics (its task's): those that run ``lm`` (perplexity
     under the policy) in the run's ``precision``, the others in float32; the scores and one row
@@ -75,9 +75,7 @@ def score_texts(
     if model_type == "causal":
         lm.tokenizer = tokenizer  # model-bound metrics (perplexity) read it from the model
     model = lm if model_type == "causal" else None
-    scores = score(
-        metrics, samples, texts, model=model, split=split, model_precision=(precision or Precision()).autocast
-    )
+    scores = score(metrics, samples, texts, model=model, split=split, model_precision=precision.autocast)
     rows = [
         {
             "sample_id": s.id,
@@ -109,7 +107,7 @@ class Evaluator:
         pools: dict[str, list[Sample]],
         out: Path,
         device,
-        precision: Precision | None = None,
+        precision: Precision = FP32,
     ) -> None:
         self.config = config
         self.precision = precision
