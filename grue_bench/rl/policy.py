@@ -17,6 +17,7 @@ from torch import nn
 from grue_bench.rl.adapters import is_adapted
 from grue_bench.rl.batch import TokenBatch
 from grue_bench.rl.kv_cache import cache_keyword, returned_cache
+from grue_bench.rl.lean_backward import keep_less_for_backward
 from grue_bench.rl.logprobs import logprobs_and_entropy, token_logprobs
 
 
@@ -158,6 +159,7 @@ class ActorCritic(nn.Module):
         self, lm: nn.Module, model_type: Literal["causal", "seq2seq"], critic: str = "shared"
     ) -> None:
         super().__init__()
+        keep_less_for_backward(lm)
         self.lm = lm
         self.model_type = model_type
         self.critic_lm = shared_base_copy(lm) if critic == "separate" else None

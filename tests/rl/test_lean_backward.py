@@ -1,0 +1,150 @@
+"""lean_backward: the same gradients as autograd's, bit for bit, from less saved memory."""
+
+import copy
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from grue_bench.rl.algorithm import adamw
+from grue_bench.rl.lean_backward import keep_less_for_backward
+
+from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
+
+B, T = 3, 7
+
+
+def tiny_llama(tie: bool = True) -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=40,
+        hidden_size=32,
+        intermediate_size=88,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=tie,
+    )
+    return LlamaForCausalLM(config)
+
+
+def token_ids(lm, seed: int = 1) -> torch.Tensor:
+    return torch.randint(4, lm.config.vocab_size, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+def loss_of(lm, ids: torch.Tensor, keep: int = T - 2) -> torch.Tensor:
+    """A loss on the log-probs of the last ``keep`` positions (as the update's)."""
+    if lm.config.is_encoder_decoder:
+        logits = lm(input_ids=ids, decoder_input_ids=ids).logits
+    else:
+        logits = lm(input_ids=ids, attention_mask=torch.ones_like(ids), logits_to_keep=keep).logits
+    return torch.log_softmax(logits.float(), -1)[..., 5].sum()
+
+
+def gradients(lm, ids: torch.Tensor, bf16: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    lm.eval()  # dropout off, as in the update (alg.args.disable_dropout)
+    lm.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        loss = loss_of(lm, ids)
+    loss.backward()
+    return loss.detach(), {name: p.grad for name, p in lm.named_parameters() if p.grad is not None}
+
+
+def models():
+    tokenizer = word_tokenizer()
+    return {
+        "llama": tiny_llama(),
+        "llama-untied": tiny_llama(tie=False),
+        "gpt2": tiny_causal(tokenizer),
+        "t5": tiny_seq2seq(tokenizer),
+    }
+
+
+@pytest.mark.parametrize("name", ["llama", "llama-untied", "gpt2", "t5"])
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_gradients_are_autograds_bit_for_bit(name, bf16):
+    plain = models()[name]
+    lean = copy.deepcopy(plain)
+    keep_less_for_backward(lean)
+    assert type(lean.get_output_embeddings()) is not torch.nn.Linear  # the head is lean
+    ids = token_ids(plain)
+    loss, expected = gradients(plain, ids, bf16)
+    lean_loss, got = gradients(lean, ids, bf16)
+    assert torch.equal(loss, lean_loss)
+    assert expected.keys() == got.keys() and len(got) == len(list(plain.parameters()))
+    for key in expected:
+        assert torch.equal(expected[key], got[key]), key
+
+
+def test_a_llama_training_pass_keeps_half_its_mlp_intermediates():
+    def saved_bytes(lm) -> int:
+        storages = {}
+
+        def pack(tensor):
+            storages[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            loss_of(lm, token_ids(lm), keep=0)  # all positions: the head keeps what it did
+        weights = {p.untyped_storage().data_ptr() for p in lm.parameters()}
+        return sum(size for ptr, size in storages.items() if ptr not in weights)
+
+    plain = tiny_llama()
+    lean = copy.deepcopy(plain)
+    keep_less_for_backward(lean)
+    mlp_intermediate = B * T * plain.config.intermediate_size * 4  # bytes, float32
+    # silu(gate) and the product are no longer kept, in each layer
+    assert saved_bytes(plain) - saved_bytes(lean) == 2 * plain.config.num_hidden_layers * mlp_intermediate
+
+
+def test_copies_stay_lean_and_passes_without_gradients_are_unchanged():
+    plain = tiny_llama()
+    lean = copy.deepcopy(plain)
+    keep_less_for_backward(lean)
+    keep_less_for_backward(lean)  # once is enough: a second call changes nothing
+    copied = copy.deepcopy(lean)
+    assert type(copied.model.layers[0].mlp) is type(lean.model.layers[0].mlp)
+    assert type(type(lean.model.layers[0].mlp).__mro__[1]) is type  # one subclass, not two
+    assert type(lean.model.layers[0].mlp).__mro__[1] is type(plain.model.layers[0].mlp)
+    ids = token_ids(plain)
+    with torch.no_grad():
+        assert torch.equal(copied(input_ids=ids).logits, plain(input_ids=ids).logits)
+
+
+def test_frozen_weights_get_no_gradient_and_the_rest_are_unchanged():
+    plain = tiny_llama()
+    lean = copy.deepcopy(plain)
+    keep_less_for_backward(lean)
+    for lm in (plain, lean):
+        lm.get_output_embeddings().weight.requires_grad_(False)  # tied: the embedding too
+        for layer in lm.model.layers:
+            layer.mlp.down_proj.weight.requires_grad_(False)
+    ids = token_ids(plain)
+    _, expected = gradients(plain, ids, bf16=False)
+    _, got = gradients(lean, ids, bf16=False)
+    assert "lm_head.weight" not in got and "model.layers.0.mlp.down_proj.weight" not in got
+    assert expected.keys() == got.keys()
+    assert all(torch.equal(expected[key], got[key]) for key in expected)
+
+
+def test_adamw_allocates_its_moments_at_once_and_steps_as_if_it_had_not():
+    torch.manual_seed(0)
+    lazy_model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    eager_model = copy.deepcopy(lazy_model)
+    lazy = torch.optim.AdamW(lazy_model.parameters(), lr=1e-2, weight_decay=0.0, fused=True)
+    eager = adamw(list(eager_model.parameters()), 1e-2)
+    assert len(eager.state) == 4 and not lazy.state
+    assert all(float(state["exp_avg"].abs().sum()) == 0.0 for state in eager.state.values())
+    for _ in range(3):
+        x = torch.randn(5, 8)
+        for model, optimizer in ((lazy_model, lazy), (eager_model, eager)):
+            optimizer.zero_grad()
+            model(x).square().sum().backward()
+            optimizer.step()
+    assert all(
+        torch.equal(a, b) for a, b in zip(lazy_model.parameters(), eager_model.parameters(), strict=True)
+    )
+    lazy_state, eager_state = lazy.state_dict(), eager.state_dict()
+    assert lazy_state["param_groups"] == eager_state["param_groups"]
+    for index, state in lazy_state["state"].items():
+        assert all(torch.equal(value, eager_state["state"][index][key]) for key, value in state.items())
