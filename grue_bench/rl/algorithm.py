@@ -58,16 +58,17 @@ STAT_KEYS = (
 
 def adamw(params, learning_rate: float) -> torch.optim.AdamW:
     """AdamW without weight decay, fused: one kernel over all parameters (on CPU a step of the
-    benchmark's GPT-2 takes 0.9 ms instead of 2.2 ms); its moments allocated at once
-    (``with_moments_allocated``)."""
-    return with_moments_allocated(torch.optim.AdamW(params, lr=learning_rate, weight_decay=0.0, fused=True))
+    benchmark's GPT-2 takes 0.9 ms instead of 2.2 ms)."""
+    return torch.optim.AdamW(params, lr=learning_rate, weight_decay=0.0, fused=True)
 
 
 def with_moments_allocated(optimizer: torch.optim.AdamW) -> torch.optim.AdamW:
     """``optimizer`` with the state its first step would create (zero moments, step 0), made
     now, next to the weights, instead of at the first step, in the holes the first backward pass
-    left in the heap: on CPU that lowered the small profile's peak RSS (issue 42, benchmarks/
-    README). AdamW's ``state_dict`` format, loaded as a checkpoint would be."""
+    left in glibc's heap: that lowered the small profile's peak RSS on CPU (benchmarks/README).
+    AdamW's ``state_dict`` format, loaded as a checkpoint would be. For CPU training only: the
+    state lands where the parameters are now, and DeepSpeed or FSDP, which replace them, would
+    keep it as a full copy."""
     params = [param for group in optimizer.param_groups for param in group["params"]]
     state = {
         index: {
@@ -103,7 +104,7 @@ class OnPolicyAlgorithm:
         seed: int = 0,
         n_envs: int = 1,
     ) -> None:
-        from accelerate import Accelerator
+        from accelerate import Accelerator, DistributedType
 
         self.args = args
         self.n_envs = n_envs
@@ -119,6 +120,11 @@ class OnPolicyAlgorithm:
         self.ref_lm = reference_model(policy.lm).to(self.device) if kl_coeff > 0 else None
         self.optimizer = self.make_optimizer(policy)
         self.policy, self.optimizer = self.accelerator.prepare(policy, self.optimizer)
+        if self.device.type == "cpu" and self.accelerator.distributed_type in (
+            DistributedType.NO,
+            DistributedType.MULTI_CPU,
+        ):
+            with_moments_allocated(self.optimizer)
         self.kl = make_kl_controller(kl_coeff, target_kl, kl_rate)
         self.collector = RolloutCollector(
             policy=self.unwrapped,

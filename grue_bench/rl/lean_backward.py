@@ -91,7 +91,7 @@ class ProjectionWithOwnGradient(torch.autograd.Function):
 
 def _lean_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
     down = self.down_proj
-    if not torch.is_grad_enabled() or type(down) is not nn.Linear:  # sampling, or an adapter since
+    if not torch.is_grad_enabled() or type(down) is not nn.Linear:  # sampling, or an adapter's layer
         return super(type(self), self).forward(x)
     return GatedDownProjection.apply(self.gate_proj(x), self.up_proj(x), down.weight, down.bias)
 

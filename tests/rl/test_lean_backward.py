@@ -6,8 +6,12 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from grue_bench.rl.algorithm import adamw
+from grue_bench.rl.algorithm import adamw, with_moments_allocated
+from grue_bench.rl.hparams import PPOArgs
 from grue_bench.rl.lean_backward import keep_less_for_backward
+from grue_bench.rl.policy import ActorCritic
+from grue_bench.rl.ppo import PPO
+from grue_bench.rl.rollout import GenerationSettings
 
 from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
 
@@ -127,12 +131,12 @@ def test_frozen_weights_get_no_gradient_and_the_rest_are_unchanged():
     assert all(torch.equal(expected[key], got[key]) for key in expected)
 
 
-def test_adamw_allocates_its_moments_at_once_and_steps_as_if_it_had_not():
+def test_moments_allocated_at_once_step_as_if_they_had_not_been():
     torch.manual_seed(0)
     lazy_model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
     eager_model = copy.deepcopy(lazy_model)
-    lazy = torch.optim.AdamW(lazy_model.parameters(), lr=1e-2, weight_decay=0.0, fused=True)
-    eager = adamw(list(eager_model.parameters()), 1e-2)
+    lazy = adamw(list(lazy_model.parameters()), 1e-2)
+    eager = with_moments_allocated(adamw(list(eager_model.parameters()), 1e-2))
     assert len(eager.state) == 4 and not lazy.state
     assert all(float(state["exp_avg"].abs().sum()) == 0.0 for state in eager.state.values())
     for _ in range(3):
@@ -148,3 +152,14 @@ def test_adamw_allocates_its_moments_at_once_and_steps_as_if_it_had_not():
     assert lazy_state["param_groups"] == eager_state["param_groups"]
     for index, state in lazy_state["state"].items():
         assert all(torch.equal(value, eager_state["state"][index][key]) for key, value in state.items())
+
+
+def test_a_cpu_algorithm_trains_a_lean_lm_and_has_its_moments_from_the_start():
+    tokenizer = word_tokenizer()
+    policy = ActorCritic(tiny_causal(tokenizer), "causal")
+    settings = GenerationSettings(8, "left", 4, False, {"do_sample": True})
+    algorithm = PPO(policy, tokenizer, None, PPOArgs(n_steps=4, batch_size=4), settings, 0.1)
+    assert type(algorithm.unwrapped.lm.lm_head).__mro__[1] is torch.nn.Linear
+    trained = [p for p in algorithm.unwrapped.parameters() if p.requires_grad]
+    assert len(algorithm.optimizer.state) == len(trained)
+    assert all(algorithm.optimizer.state[p]["exp_avg"].shape == p.shape for p in trained)
