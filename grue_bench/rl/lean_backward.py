@@ -91,7 +91,9 @@ class ProjectionWithOwnGradient(torch.autograd.Function):
 
 def _lean_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
     down = self.down_proj
-    if not torch.is_grad_enabled() or type(down) is not nn.Linear:  # sampling, or an adapter's layer
+    # not while sampling, nor where an adapter wraps down_proj, nor under DeepSpeed ZeRO-3, which
+    # gathers a partitioned weight only in its own module's call
+    if not torch.is_grad_enabled() or type(down) is not nn.Linear or hasattr(down.weight, "ds_id"):
         return super(type(self), self).forward(x)
     return GatedDownProjection.apply(self.gate_proj(x), self.up_proj(x), down.weight, down.bias)
 

@@ -163,3 +163,21 @@ def test_a_cpu_algorithm_trains_a_lean_lm_and_has_its_moments_from_the_start():
     trained = [p for p in algorithm.unwrapped.parameters() if p.requires_grad]
     assert len(algorithm.optimizer.state) == len(trained)
     assert all(algorithm.optimizer.state[p]["exp_avg"].shape == p.shape for p in trained)
+
+
+def test_deepspeed_zero3_weights_take_autograds_way(monkeypatch):
+    """ZeRO-3 gathers a partitioned weight only in its own module's call, which the lean MLP
+    would bypass: its weights (marked ``ds_id``) keep the MLP's own forward."""
+    import grue_bench.rl.lean_backward as lean_backward
+
+    lean = tiny_llama()
+    keep_less_for_backward(lean)
+    for layer in lean.model.layers:
+        layer.mlp.down_proj.weight.ds_id = 0
+
+    def refuse(*args):
+        raise AssertionError("GatedDownProjection used")
+
+    monkeypatch.setattr(lean_backward.GatedDownProjection, "apply", refuse)
+    loss_of(lean, token_ids(lean)).backward()
+    assert lean.model.layers[0].mlp.gate_proj.weight.grad is not None
