@@ -54,20 +54,18 @@ def gradients(lm, ids: torch.Tensor, bf16: bool) -> tuple[torch.Tensor, dict[str
     return loss.detach(), {name: p.grad for name, p in lm.named_parameters() if p.grad is not None}
 
 
-def models():
-    tokenizer = word_tokenizer()
-    return {
-        "llama": tiny_llama(),
-        "llama-untied": tiny_llama(tie=False),
-        "gpt2": tiny_causal(tokenizer),
-        "t5": tiny_seq2seq(tokenizer),
-    }
+MODELS = {
+    "llama": tiny_llama,
+    "llama-untied": lambda: tiny_llama(tie=False),
+    "gpt2": lambda: tiny_causal(word_tokenizer()),
+    "t5": lambda: tiny_seq2seq(word_tokenizer()),
+}
 
 
-@pytest.mark.parametrize("name", ["llama", "llama-untied", "gpt2", "t5"])
+@pytest.mark.parametrize("name", sorted(MODELS))
 @pytest.mark.parametrize("bf16", [False, True])
 def test_the_gradients_are_autograds_bit_for_bit(name, bf16):
-    plain = models()[name]
+    plain = MODELS[name]()
     lean = copy.deepcopy(plain)
     keep_less_for_backward(lean)
     assert type(lean.get_output_embeddings()) is not torch.nn.Linear  # the head is lean
