@@ -1,6 +1,8 @@
 """Evaluation generates as RL4LMs does: ``train_evaluation.generation_kwargs`` when written, else
 the training kwargs; a named ``post_processing_fn`` rewrites the texts before they are scored."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 from conftest import RL4LMS_CONFIGS, RL4LMS_TASK_CONFIGS
@@ -12,6 +14,7 @@ from grue_bench.postprocessing import three_sentence_summary
 from grue_bench.registry import Registry
 from grue_bench.resolve import build_config
 from grue_bench.rl.precision import FP32, Precision
+from grue_bench.runner import evaluator
 from grue_bench.runner.evaluator import evaluate, score_texts
 from grue_bench.runner.generation import generation_settings
 from grue_bench.yamlio import read_yaml_mapping
@@ -149,6 +152,29 @@ def test_evaluation_scores_the_post_processed_texts(tiny_causal_lm, monkeypatch)
     scores, rows = _evaluate_tiny(lm, tokenizer, data)
     assert all(len(row["text"].split()) <= 1 for row in rows)
     assert scores.results["diversity"]
+
+
+def test_evaluation_batches_prompts_of_like_length_and_returns_texts_in_the_samples_order(
+    tiny_causal_lm, monkeypatch
+):
+    lm, tokenizer = tiny_causal_lm
+    batches = []
+
+    def echo(lm, tokenizer, model_type, prompts, settings, device):
+        batches.append([len(prompt.split()) for prompt in prompts])
+        return SimpleNamespace(texts=[f"answer to {prompt}" for prompt in prompts])
+
+    monkeypatch.setattr(evaluator, "generate", echo)
+    data = _rl_data()
+    data["env"]["args"].update(max_prompt_length=4)
+    data["train_evaluation"]["eval_batch_size"] = 2
+    config = build_config(data, "test")
+    prompts = ["1 2 3", "1", "1 2 3 4 5 6", "1 2", "1 2 3 4 5", "2"]
+    samples = [Sample(str(i), prompt, []) for i, prompt in enumerate(prompts)]
+    texts = evaluator.generate_texts(lm, tokenizer, "causal", config, samples, "val", torch.device("cpu"))
+    assert texts == [f"answer to {prompt}" for prompt in prompts]
+    # cut to 4 tokens, the two longest prompts are as wide as each other: they keep their order
+    assert batches == [[1, 1], [2, 3], [6, 5]]
 
 
 DIALOG_SUPERVISED = RL4LMS_TASK_CONFIGS / "dialog" / "gpt2_supervised.yml"

@@ -46,16 +46,28 @@ def generate_texts(
     precision: Precision = FP32,
 ) -> list[str]:
     """Generate for every sample with the evaluation's generation kwargs, in the run's
-    ``precision``, ``eval_batch_size`` prompts at a time; post-process the texts if they name a
-    post-processor."""
+    ``precision``, ``eval_batch_size`` prompts at a time, shortest prompts first (a batch is
+    padded to its longest prompt: prompts of like length batched together waste fewer columns);
+    the texts in the samples' order, post-processed if the kwargs name a post-processor."""
     settings = generation_settings(config, evaluation=True, tokenizer=tokenizer, model_type=model_type)
     size = config.train_evaluation.eval_batch_size
-    texts: list[str] = []
-    for start in tqdm(range(0, len(samples), size), desc=f"generate {split}", unit="batch", leave=False):
-        prompts = [s.prompt_or_input_text for s in samples[start : start + size]]
+    prompts = [s.prompt_or_input_text for s in samples]
+    order = by_prompt_length(tokenizer, prompts, settings.max_prompt_length)
+    texts: list[str] = [""] * len(prompts)
+    for start in tqdm(range(0, len(order), size), desc=f"generate {split}", unit="batch", leave=False):
+        batch = order[start : start + size]
         with precision.autocast():
-            texts.extend(generate(lm, tokenizer, model_type, prompts, settings, device).texts)
+            generated = generate(lm, tokenizer, model_type, [prompts[i] for i in batch], settings, device)
+        for index, text in zip(batch, generated.texts, strict=True):
+            texts[index] = text
     return post_process(evaluation_generation_kwargs(config).post_processing_fn, texts)
+
+
+def by_prompt_length(tokenizer, prompts: Sequence[str], max_length: int) -> list[int]:
+    """The prompts' indices ordered by their token length cut to ``max_length`` (stable: prompts
+    cut to the same width keep their order)."""
+    lengths = [min(len(ids), max_length) for ids in tokenizer(list(prompts))["input_ids"]]
+    return sorted(range(len(prompts)), key=lengths.__getitem__)
 
 
 def score_texts(
