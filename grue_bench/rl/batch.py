@@ -43,17 +43,38 @@ class Rollout(TokenBatch):
     action_mask: torch.Tensor | None = None  # [B, T, V] bool: NLPO's allowed tokens, else None
 
     def select(self, index: torch.Tensor) -> Rollout:
+        """The rows in ``index``, ``compact``."""
+        return self._rows(index).compact()
+
+    def transitions(self, rows: torch.Tensor, steps: torch.Tensor) -> Rollout:
+        """The minibatch of the transitions (rows[i], steps[i]): the rows that hold them, training
+        on those tokens only, ``compact``."""
+        kept, row_in_batch = torch.unique(rows, return_inverse=True)
+        batch = self._rows(kept)
+        loss_mask = torch.zeros_like(batch.loss_mask)
+        loss_mask[row_in_batch, steps] = 1.0
+        return replace(batch, loss_mask=loss_mask).compact()
+
+    def compact(self) -> Rollout:
+        """The batch without the columns no trained transition needs: the prompt's padding in
+        every row, and the steps after the last trained one (a causal LM's or a decoder's output
+        at step t depends on nothing after t). The numbers are the same to float rounding: the
+        padding is masked out of attention, positions follow the mask."""
+        prompt_columns = self.prompt_mask.bool().any(0)
+        trained = self.loss_mask.bool().any(0).nonzero()
+        steps = int(trained[-1]) + 1 if trained.numel() else 1
+        values = {}
+        for f in fields(self):
+            tensor = getattr(self, f.name)
+            if f.name in ("prompt_ids", "prompt_mask"):
+                values[f.name] = tensor[:, prompt_columns] if not prompt_columns.all() else tensor
+            else:
+                values[f.name] = None if tensor is None else tensor[:, :steps]
+        return type(self)(**values)
+
+    def _rows(self, index: torch.Tensor) -> Rollout:
         values = {}
         for f in fields(self):
             tensor = getattr(self, f.name)
             values[f.name] = None if tensor is None else tensor[index]
         return type(self)(**values)
-
-    def transitions(self, rows: torch.Tensor, steps: torch.Tensor) -> Rollout:
-        """The minibatch of the transitions (rows[i], steps[i]): the rows that hold them, training
-        on those tokens only."""
-        kept, row_in_batch = torch.unique(rows, return_inverse=True)
-        batch = self.select(kept)
-        loss_mask = torch.zeros_like(batch.loss_mask)
-        loss_mask[row_in_batch, steps] = 1.0
-        return replace(batch, loss_mask=loss_mask)

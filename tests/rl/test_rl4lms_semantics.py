@@ -275,9 +275,10 @@ def test_minibatches_hold_batch_size_transitions_drawn_across_the_rollout():
     batches = algorithm.minibatches(rollout)
     assert [int(b.loss_mask.sum()) for b in batches] == [4, 4, 4, 3]
     covered = torch.zeros(4, 5)
-    for batch in batches:  # whole rows of the rollout (context), trained on some of their tokens
-        assert torch.equal(batch.response_mask, mask[batch.response_ids[:, 0]])
-        covered[batch.response_ids[:, 0]] += batch.loss_mask
+    for batch in batches:  # rows of the rollout (context) up to their last trained token
+        steps = batch.loss_mask.size(1)
+        assert torch.equal(batch.response_mask, mask[batch.response_ids[:, 0], :steps])
+        covered[batch.response_ids[:, 0], :steps] += batch.loss_mask
     assert torch.equal(covered, mask)  # every transition once per epoch
     rows_per_batch = [len(b) for b in batches]
     assert max(rows_per_batch) > 1  # transitions are shuffled across episodes, not episode by episode
