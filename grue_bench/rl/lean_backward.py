@@ -25,6 +25,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from grue_bench.rl.frozen_casts import CastOnceLinear, autocast_weight
+
+PLAIN_LINEAR = (nn.Linear, CastOnceLinear)
+"""Linear layers whose forward is ``F.linear`` on their own weight and bias (not an adapter's
+wrapper, nor a quantized subclass)."""
+
 
 def _autocast_state(ctx, tensor: torch.Tensor) -> None:
     device_type = tensor.device.type
@@ -93,15 +99,16 @@ def _lean_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
     down = self.down_proj
     # not while sampling, nor where an adapter wraps down_proj, nor under DeepSpeed ZeRO-3, which
     # gathers a partitioned weight only in its own module's call
-    if not torch.is_grad_enabled() or type(down) is not nn.Linear or hasattr(down.weight, "ds_id"):
+    if not torch.is_grad_enabled() or type(down) not in PLAIN_LINEAR or hasattr(down.weight, "ds_id"):
         return super(type(self), self).forward(x)
-    return GatedDownProjection.apply(self.gate_proj(x), self.up_proj(x), down.weight, down.bias)
+    weight = autocast_weight(down.weight)
+    return GatedDownProjection.apply(self.gate_proj(x), self.up_proj(x), weight, down.bias)
 
 
 def _lean_head_forward(self, x: torch.Tensor) -> torch.Tensor:
     if not torch.is_grad_enabled():
         return super(type(self), self).forward(x)
-    return ProjectionWithOwnGradient.apply(x, self.weight)
+    return ProjectionWithOwnGradient.apply(x, autocast_weight(self.weight))
 
 
 def _is_silu(module: object) -> bool:
@@ -112,7 +119,7 @@ def _is_silu(module: object) -> bool:
 
 def _is_gated_mlp(module: nn.Module) -> bool:
     return all(
-        type(getattr(module, name, None)) is nn.Linear for name in ("gate_proj", "up_proj", "down_proj")
+        type(getattr(module, name, None)) in PLAIN_LINEAR for name in ("gate_proj", "up_proj", "down_proj")
     ) and _is_silu(getattr(module, "act_fn", None))
 
 
@@ -136,5 +143,5 @@ def keep_less_for_backward(lm: nn.Module) -> None:
         if _is_gated_mlp(module):
             _make_lean(module, _lean_mlp_forward)
     head = lm.get_output_embeddings() if hasattr(lm, "get_output_embeddings") else None
-    if type(head) is nn.Linear and head.bias is None:
+    if type(head) in PLAIN_LINEAR and head.bias is None:
         _make_lean(head, _lean_head_forward)

@@ -16,6 +16,7 @@ from torch import nn
 
 from grue_bench.rl.adapters import is_adapted
 from grue_bench.rl.batch import TokenBatch
+from grue_bench.rl.frozen_casts import cast_frozen_weights_once
 from grue_bench.rl.kv_cache import cache_keyword, returned_cache
 from grue_bench.rl.lean_backward import keep_less_for_backward
 from grue_bench.rl.logprobs import logprobs_and_entropy, token_logprobs
@@ -159,6 +160,7 @@ class ActorCritic(nn.Module):
         self, lm: nn.Module, model_type: Literal["causal", "seq2seq"], critic: str = "shared"
     ) -> None:
         super().__init__()
+        cast_frozen_weights_once(lm)
         keep_less_for_backward(lm)
         self.lm = lm
         self.model_type = model_type

@@ -17,6 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 from grue_bench.data import Sample
+from grue_bench.rl.frozen_casts import cast_frozen_weights_once
 from grue_bench.rl.hparams import SupervisedArgs
 from grue_bench.rl.lean_backward import keep_less_for_backward
 from grue_bench.rl.policy import causal_position_ids, frozen_names, load_trained_state, trained_state
@@ -97,6 +98,7 @@ class Supervised:
         device = self.accelerator.device
         self.precision = Precision.from_flags(args.bf16, args.fp16, device, "alg.training_args")
         self.scaler = self.precision.grad_scaler()
+        cast_frozen_weights_once(lm)
         keep_less_for_backward(lm)
         trained = [p for p in lm.parameters() if p.requires_grad]  # with an adapter, its weights
         optimizer = torch.optim.AdamW(trained, lr=args.learning_rate, weight_decay=args.weight_decay)

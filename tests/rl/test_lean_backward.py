@@ -4,32 +4,18 @@ import copy
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
 from grue_bench.rl.algorithm import adamw, with_moments_allocated
+from grue_bench.rl.frozen_casts import CastOnceLinear
 from grue_bench.rl.hparams import PPOArgs
 from grue_bench.rl.lean_backward import keep_less_for_backward
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.ppo import PPO
 from grue_bench.rl.rollout import GenerationSettings
 
-from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
+from .tiny_lm import tiny_causal, tiny_llama, tiny_seq2seq, word_tokenizer
 
 B, T = 3, 7
-
-
-def tiny_llama(tie: bool = True) -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=40,
-        hidden_size=32,
-        intermediate_size=88,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        tie_word_embeddings=tie,
-    )
-    return LlamaForCausalLM(config)
 
 
 def token_ids(lm, seed: int = 1) -> torch.Tensor:
@@ -157,7 +143,8 @@ def test_a_cpu_algorithm_trains_a_lean_lm_and_has_its_moments_from_the_start():
     policy = ActorCritic(tiny_causal(tokenizer), "causal")
     settings = GenerationSettings(8, "left", 4, False, {"do_sample": True})
     algorithm = PPO(policy, tokenizer, None, PPOArgs(n_steps=4, batch_size=4), settings, 0.1)
-    assert type(algorithm.unwrapped.lm.lm_head).__mro__[1] is torch.nn.Linear
+    # the lean head (its own class) over the cast-once linear layer (frozen_casts)
+    assert type(algorithm.unwrapped.lm.lm_head).__mro__[1:3] == (CastOnceLinear, torch.nn.Linear)
     trained = [p for p in algorithm.unwrapped.parameters() if p.requires_grad]
     assert len(algorithm.optimizer.state) == len(trained)
     assert all(algorithm.optimizer.state[p]["exp_avg"].shape == p.shape for p in trained)

@@ -7,6 +7,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import (
     GPT2Config,
     GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
     PreTrainedTokenizerFast,
     T5Config,
     T5ForConditionalGeneration,
@@ -61,3 +63,18 @@ def tiny_seq2seq(tokenizer, seed: int = 0) -> T5ForConditionalGeneration:
 def number_texts(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return [" ".join(str(rng.randrange(30)) for _ in range(8)) for _ in range(n)]
+
+
+def tiny_llama(tie: bool = True) -> LlamaForCausalLM:
+    """A tiny Llama (SmolLM2's family: SwiGLU MLP, RMSNorm, tied or untied head), 40 ids."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=40,
+        hidden_size=32,
+        intermediate_size=88,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=tie,
+    )
+    return LlamaForCausalLM(config)
