@@ -1,0 +1,143 @@
+"""A profile's own RL run, where its time goes, against this machine's matmul peak (run by hand,
+not a test).
+
+    python benchmarks/bench_profile.py                       # IMDB PPO, small profile, float32
+    python benchmarks/bench_profile.py --precision bf16
+    python benchmarks/bench_profile.py --task daily_dialog --alg nlpo --iters 3
+
+The run is the config ``grue run --task T --alg A --profile P`` trains, built as a run builds it
+(``runner.assemble``), for ``--iters`` iterations, without the store and the evaluations between
+them; then its test evaluation (generation, then the whole metric suite). One JSON line:
+- ``generation_s``, ``rollout_s``, ``update_s``, ``iteration_s``: per iteration (lists);
+- ``eval_generate_s``, ``eval_score_s``: the test evaluation's two parts;
+- ``update_gflop``: the matrix products of the last iteration's update, counted by torch's
+  ``FlopCounterMode`` on a replay of that update from the same state (linear layers; attention's
+  products are not counted on CPU, a few percent at these lengths), and ``update_gflops``: that
+  count over the update's measured seconds;
+- ``matmul_peak_gflops``: float32 and bfloat16, the best of a few products of a small model's
+  shapes at the run's threads, measured in the same process after the run; ``update_share_of_peak``:
+  the update's rate over the peak of its precision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+
+SHAPES = ((768, 576, 1536), (1536, 576, 576), (2048, 2048, 2048))
+"""(m, k, n) of the matmul peak: SmolLM2-135M's MLP and attention projections over 768 tokens, and
+a large square product."""
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="imdb")
+    parser.add_argument("--alg", default="ppo")
+    parser.add_argument("--profile", default="small")
+    parser.add_argument("--iters", type=int, default=2)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-eval", action="store_true", help="leave out the test evaluation")
+    return parser.parse_args()
+
+
+def matmul_peak_gflops(dtype, repeats: int = 8) -> float:
+    """The best rate of ``SHAPES``' products in ``dtype`` (GFLOP/s, 2mkn per product)."""
+    import torch
+
+    best = 0.0
+    for m, k, n in SHAPES:
+        a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+        a @ b
+        for _ in range(repeats):
+            started = time.perf_counter()
+            a @ b
+            best = max(best, 2 * m * k * n / (time.perf_counter() - started) / 1e9)
+    return best
+
+
+class LastUpdate:
+    """Wraps an algorithm's ``update``: keeps the rollout and the state before each call, so the
+    last update can be replayed from where it started."""
+
+    def __init__(self, algorithm) -> None:
+        self.algorithm, self.update = algorithm, algorithm.update
+        self.rollout, self.state, self.training = None, None, False
+        algorithm.update = self
+
+    def __call__(self, rollout):
+        self.rollout, self.training = rollout, self.algorithm.policy.training
+        self.state = copy.deepcopy(self.algorithm.state_dict())
+        return self.update(rollout)
+
+    def counted_gflop(self) -> float:
+        """The matrix products' GFLOP of a replay of the last update."""
+        from torch.utils.flop_counter import FlopCounterMode
+
+        self.algorithm.load_state_dict(self.state)
+        self.algorithm.policy.train(self.training)
+        with FlopCounterMode(display=False) as counter:
+            self.update(self.rollout)
+        return counter.get_total_flops() / 1e9
+
+
+def main() -> None:
+    args = parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from grue_bench.resolve.grid import build_specs
+    from grue_bench.runner.assemble import build_run, run_precision
+    from grue_bench.runner.evaluator import generate_texts, score_texts
+
+    overrides = [f"train_evaluation.n_iters={args.iters}"]
+    if args.precision == "bf16":
+        overrides.append("alg.args.bf16=true")
+    (spec,) = build_specs([args.task], [args.alg], [args.seed], args.profile, overrides=overrides)
+    config, device = spec.config, torch.device("cpu")
+    run = build_run(config, args.seed)
+    algorithm = run.rl(run.base.model)
+    last = LastUpdate(algorithm)
+    started = time.perf_counter()
+    history = run.train(algorithm).history
+    train_s = time.perf_counter() - started
+    figures = {
+        "task": args.task,
+        "alg": args.alg,
+        "profile": args.profile,
+        "precision": args.precision,
+        "threads": args.threads,
+        "train_s": round(train_s, 2),
+    }
+    for key in ("generation_s", "rollout_s", "update_s"):
+        figures[key] = [round(stats[f"time/{key}"], 2) for stats in history]
+    parts = zip(figures["rollout_s"], figures["update_s"], strict=True)
+    figures["iteration_s"] = [round(rollout + update, 2) for rollout, update in parts]
+    if not args.no_eval:
+        precision, lm, samples = run_precision(config, device), algorithm.model, run.pools["test"]
+        started = time.perf_counter()
+        texts = generate_texts(lm, run.tokenizer, run.model_type, config, samples, "test", device, precision)
+        generated = time.perf_counter()
+        score_texts(lm, run.tokenizer, run.model_type, config, samples, "test", texts, precision)
+        figures.update(
+            eval_samples=len(samples),
+            eval_generate_s=round(generated - started, 2),
+            eval_score_s=round(time.perf_counter() - generated, 2),
+        )
+    gflop = last.counted_gflop()
+    rate = gflop / history[-1]["time/update_s"]
+    peaks = {"fp32": matmul_peak_gflops(torch.float32), "bf16": matmul_peak_gflops(torch.bfloat16)}
+    figures.update(
+        update_gflop=round(gflop, 1),
+        update_gflops=round(rate, 1),
+        matmul_peak_gflops={name: round(peak, 1) for name, peak in peaks.items()},
+        update_share_of_peak=round(rate / peaks[args.precision], 3),
+    )
+    print(json.dumps(figures), flush=True)
+
+
+if __name__ == "__main__":
+    main()
