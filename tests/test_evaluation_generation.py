@@ -175,6 +175,7 @@ def test_evaluation_batches_prompts_of_like_length_and_returns_texts_in_the_samp
     assert texts == [f"answer to {prompt}" for prompt in prompts]
     # cut to 4 tokens, the two longest prompts are as wide as each other: they keep their order
     assert batches == [[1, 1], [2, 3], [6, 5]]
+    assert evaluator.generate_texts(lm, tokenizer, "causal", config, [], "val", torch.device("cpu")) == []
 
 
 DIALOG_SUPERVISED = RL4LMS_TASK_CONFIGS / "dialog" / "gpt2_supervised.yml"

@@ -4,11 +4,12 @@ Autocast keeps the half-precision copy of a weight it casts only if the weight i
 (``requires_grad``), and only until the autocast region ends. A frozen weight (a LoRA adapter's
 base, the KL's reference model, NLPO's masking model) is cast anew at every matrix product: on
 this project's CPU a decoding step of SmolLM2-135M under bf16 autocast took 0.27 s with frozen
-weights, 0.12 s with trained ones and 0.25 s in float32, so bf16 brought nothing to the small
-profile's LoRA runs. ``autocast_weight`` keeps a frozen float32 weight's cast, made once per
-autocast type and per version of the weight (an in-place load, as NLPO's refresh of its masking
-model, makes a new one); ``cast_frozen_weights_once`` gives an LM's plain linear layers a forward
-that uses it. The cast is the one autocast makes, so the numbers are the same bit for bit.
+weights, 0.12 s with trained ones and 0.25 s in float32: the LoRA runs of the small profile paid
+more for their frozen base in bf16 than in float32. ``autocast_weight`` keeps a frozen float32
+weight's cast, made once per autocast type and per version of the weight (an in-place load, as
+NLPO's refresh of its masking model, makes a new one); ``cast_frozen_weights_once`` gives an
+LM's plain linear layers a forward that uses it. The cast is the one autocast makes, so the
+numbers are the same bit for bit.
 
 CPU only: a GPU casts at its memory bandwidth, and the copies (2 bytes a frozen parameter) would
 take GPU memory a large model needs.

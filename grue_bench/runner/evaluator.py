@@ -66,6 +66,8 @@ def generate_texts(
 def by_prompt_length(tokenizer, prompts: Sequence[str], max_length: int) -> list[int]:
     """The prompts' indices ordered by their token length cut to ``max_length`` (stable: prompts
     cut to the same width keep their order)."""
+    if not prompts:  # a tokenizer refuses an empty batch
+        return []
     ids = tokenizer(list(prompts), truncation=True, max_length=max_length)["input_ids"]
     lengths = [len(row) for row in ids]
     return sorted(range(len(prompts)), key=lengths.__getitem__)
