@@ -26,6 +26,8 @@ import copy
 import json
 import time
 
+from grue_bench.rl.trainer import Callback
+
 SHAPES = ((768, 576, 1536), (1536, 576, 576), (2048, 2048, 2048))
 """(m, k, n) of the matmul peak: SmolLM2-135M's MLP and attention projections over 768 tokens, and
 a large square product."""
@@ -59,18 +61,22 @@ def matmul_peak_gflops(dtype, repeats: int = 8) -> float:
     return best
 
 
-class LastUpdate:
-    """Wraps an algorithm's ``update``: keeps the rollout and the state before each call, so the
-    last update can be replayed from where it started."""
+class LastUpdate(Callback):
+    """Keeps the last iteration's rollout (by wrapping the algorithm's ``update``) and the state it
+    started from (taken at that iteration's start, outside the timed update), so that update can be
+    replayed."""
 
     def __init__(self, algorithm) -> None:
         self.algorithm, self.update = algorithm, algorithm.update
         self.rollout, self.state, self.training = None, None, False
         algorithm.update = self
 
+    def on_iteration_start(self, trainer) -> None:
+        if trainer.iteration == trainer.n_iters - 1:  # a rollout changes none of this state
+            self.state = copy.deepcopy(self.algorithm.state_dict())
+
     def __call__(self, rollout):
         self.rollout, self.training = rollout, self.algorithm.policy.training
-        self.state = copy.deepcopy(self.algorithm.state_dict())
         return self.update(rollout)
 
     def counted_gflop(self) -> float:
@@ -102,7 +108,7 @@ def main() -> None:
     algorithm = run.rl(run.base.model)
     last = LastUpdate(algorithm)
     started = time.perf_counter()
-    history = run.train(algorithm).history
+    history = run.train(algorithm, [last]).history
     train_s = time.perf_counter() - started
     figures = {
         "task": args.task,
