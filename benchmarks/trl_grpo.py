@@ -11,20 +11,18 @@ sampled at temperature 1 with no top-k, one pass (``num_iterations`` 1), no KL t
 no reference model), a constant learning rate of 1e-6, no gradient checkpointing (TRL's default
 recomputes the forward pass in the backward one), float32, 2 threads, seed 0, 10 steps; the reward counts
 the increasing run of numbers in a completion, as ``bench_rewards.increasing_numbers`` (its value
-does not change the time). Prints one JSON line: ``sec_per_step_median`` (the steps after the
-first, generation included), every step's seconds and ``peak_rss_mb``.
+does not change the time). Prints one JSON line (``trl_timing``): ``sec_per_iter_median`` (the
+steps after the first, end to end: generation included), every step's seconds and ``peak_rss_mb``.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import re
-import resource
-import statistics
-import time
 from pathlib import Path
+
+from trl_timing import iteration_times, print_figures  # this folder's: scripts run from it or by path
 
 
 def increasing_run(completions: list[str], **_) -> list[float]:
@@ -51,23 +49,13 @@ def main() -> None:
 
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     torch.set_num_threads(args.threads)
     prompts = [line for line in args.prompts.read_text().splitlines() if line.strip()]
     tokenizer = AutoTokenizer.from_pretrained(args.model, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
-
-    class StepTimes(TrainerCallback):
-        def __init__(self) -> None:
-            self.started, self.seconds = 0.0, []
-
-        def on_step_begin(self, *_, **__):
-            self.started = time.perf_counter()
-
-        def on_step_end(self, *_, **__):
-            self.seconds.append(time.perf_counter() - self.started)
 
     config = GRPOConfig(
         output_dir="/tmp/trl_grpo_bench",
@@ -90,7 +78,7 @@ def main() -> None:
         bf16=args.bf16,
         seed=0,
     )
-    times = StepTimes()
+    times = iteration_times()
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=increasing_run,
@@ -100,15 +88,7 @@ def main() -> None:
         callbacks=[times],
     )
     trainer.train()
-    figures = {
-        "library": "trl",
-        "alg": "grpo",
-        "steps": len(times.seconds),
-        "sec_per_step_median": round(statistics.median(times.seconds[1:]), 2),
-        "step_s": [round(s, 2) for s in times.seconds],
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
-    print(json.dumps(figures), flush=True)
+    print_figures("grpo", times.seconds)
 
 
 if __name__ == "__main__":

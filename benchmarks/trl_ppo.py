@@ -19,11 +19,9 @@ first), every iteration's seconds and ``peak_rss_mb``.
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import statistics
-import time
 from pathlib import Path
+
+from trl_timing import iteration_times, print_figures  # this folder's: scripts run from it or by path
 
 
 def main() -> None:
@@ -40,7 +38,6 @@ def main() -> None:
         AutoModelForCausalLM,
         AutoModelForSequenceClassification,
         AutoTokenizer,
-        TrainerCallback,
     )
     from trl.experimental.ppo import PPOConfig, PPOTrainer
 
@@ -58,18 +55,6 @@ def main() -> None:
         )
         model.config.pad_token_id = tokenizer.pad_token_id
         return model
-
-    class IterationTimes(TrainerCallback):
-        def __init__(self) -> None:
-            self.last, self.seconds = 0.0, []
-
-        def on_train_begin(self, *_, **__):
-            self.last = time.perf_counter()
-
-        def on_step_end(self, *_, **__):
-            now = time.perf_counter()
-            self.seconds.append(now - self.last)
-            self.last = now
 
     config = PPOConfig(
         output_dir="/tmp/trl_ppo_bench",
@@ -92,7 +77,7 @@ def main() -> None:
         seed=0,
     )
     encoded = tokenizer(prompts * args.iters)
-    times = IterationTimes()
+    times = iteration_times()
     trainer = PPOTrainer(
         args=config,
         processing_class=tokenizer,
@@ -104,15 +89,7 @@ def main() -> None:
         callbacks=[times],
     )
     trainer.train()
-    figures = {
-        "library": "trl",
-        "alg": "ppo",
-        "iterations": len(times.seconds),
-        "sec_per_iter_median": round(statistics.median(times.seconds[1:]), 2),
-        "iteration_s": [round(s, 2) for s in times.seconds],
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
-    print(json.dumps(figures), flush=True)
+    print_figures("ppo", times.seconds)
 
 
 if __name__ == "__main__":
