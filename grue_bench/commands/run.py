@@ -73,7 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--precision",
         choices=["bf16", "fp16", "fp32"],
         help="the forward passes' precision (sets alg.args.bf16/fp16, Hugging Face's names): bf16 on a "
-        "GPU or a CPU with bfloat16 instructions, fp16 on a GPU, fp32 (the default) everywhere",
+        "GPU or a CPU with bfloat16 instructions, fp16 on a GPU, fp32 everywhere (the default; the small "
+        "profile's is bf16 where the machine has it)",
     )
     parser.add_argument(
         "--num-processes",

@@ -145,8 +145,34 @@ def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+AUTO_PRECISION = "auto"
+"""``bf16: auto`` (the small profile's): bfloat16 where this machine runs it natively, else float32."""
+
+
+def with_precision_decided(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``bf16: auto`` (in ``alg.args`` or ``alg.training_args``) made the boolean it
+    is on this machine's default device, so that a run's config, and its key, say what it ran in."""
+    alg = data.get("alg")
+    sections = [
+        name
+        for name in ("args", "training_args")
+        if isinstance(alg, dict) and isinstance(alg.get(name), dict)
+    ]
+    if not any(alg[name].get("bf16") == AUTO_PRECISION for name in sections):
+        return data
+    from grue_bench.rl.precision import bf16_supported, default_device
+
+    native = bf16_supported(default_device())
+    decided = {
+        name: {**alg[name], "bf16": native} for name in sections if alg[name].get("bf16") == AUTO_PRECISION
+    }
+    return {**data, "alg": {**alg, **decided}}
+
+
 def build_config(data: dict[str, Any], source: str) -> RunConfig:
-    """Validate plain data as a run config; every problem is reported at once."""
+    """Validate plain data as a run config (``bf16: auto`` decided first: ``with_precision_decided``);
+    every problem is reported at once."""
+    data = with_precision_decided(data)
     problems: list[Problem] = []
     config = None
     try:

@@ -119,7 +119,9 @@ class AlgArgs(Strict):
     bf16: bool = False
     """Forward passes (sampling, reference, values, update) in bfloat16 under autocast, weights and
     losses in float32 (``rl/precision.py``; TRL's and Hugging Face's name). Needs a GPU or a CPU
-    with bfloat16 instructions; a chain's supervised stage runs in it too."""
+    with bfloat16 instructions; a chain's supervised stage runs in it too. A config may say ``auto``
+    (the small profile does): bfloat16 where the machine runs it natively, decided when the config
+    is resolved (``resolve.with_precision_decided``)."""
     fp16: bool = False
     """The same in float16, with loss scaling (CUDA only)."""
 
@@ -342,7 +344,7 @@ class SupervisedArgs(Strict):
     fit its chains share, ``warm_starts/<key>/``), so every limit holds."""
     bf16: bool = False
     """The loss's forward pass in bfloat16 under autocast, weights and loss in float32 (Hugging
-    Face's ``TrainingArguments.bf16``)."""
+    Face's ``TrainingArguments.bf16``); ``auto`` as in ``AlgArgs.bf16``."""
     fp16: bool = False
     """The same in float16, with loss scaling (CUDA only)."""
     peft: PeftSettings | None = None

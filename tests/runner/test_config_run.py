@@ -223,6 +223,24 @@ def test_precision_sets_the_hugging_face_flags_of_every_stage():
     assert all(supervised_args(spec.config).bf16 for spec in specs)  # a chain's warm start too
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_the_small_profile_runs_in_bf16_where_the_machine_has_it_and_its_config_says_so(monkeypatch, native):
+    from grue_bench.cli import build_parser
+    from grue_bench.commands.run import grid_specs
+    from grue_bench.rl import precision
+    from grue_bench.runner.assemble import supervised_args
+
+    monkeypatch.setattr(precision, "bf16_supported", lambda device: native)
+    argv = ["run", "--task", "imdb", "--alg", "ppo,supervised+ppo,supervised", "--profile", "small"]
+    specs = grid_specs(build_parser("run").parse_args(argv))
+    assert [spec.config.alg.args["bf16"] for spec in specs] == [native] * 3  # decided: 'auto' is gone
+    assert [supervised_args(spec.config).bf16 for spec in specs] == [native] * 3
+    fp32 = grid_specs(build_parser("run").parse_args([*argv, "--precision", "fp32"]))
+    assert [spec.config.alg.args["bf16"] for spec in fp32] == [False] * 3
+    explicit = grid_specs(build_parser("run").parse_args([*argv, "--set", f"alg.args.bf16={native}"]))
+    assert [spec.config_hash for spec in explicit] == [spec.config_hash for spec in specs]
+
+
 def test_a_precision_this_machine_lacks_stops_the_grid_before_any_run(run_grue, tmp_path):
     store = tmp_path / "s.sqlite"
     task = ["--task", "increasing_numbers", "--store", str(store)]
