@@ -99,9 +99,8 @@ def main() -> None:
     from grue_bench.runner.assemble import build_run, run_precision
     from grue_bench.runner.evaluator import generate_texts, score_texts
 
-    overrides = [f"train_evaluation.n_iters={args.iters}"]
-    if args.precision == "bf16":
-        overrides.append("alg.args.bf16=true")
+    # explicit either way: the small profile's own setting is bf16 where the machine has it
+    overrides = [f"train_evaluation.n_iters={args.iters}", f"alg.args.bf16={args.precision == 'bf16'}"]
     (spec,) = build_specs([args.task], [args.alg], [args.seed], args.profile, overrides=overrides)
     config, device = spec.config, torch.device("cpu")
     run = build_run(config, args.seed)

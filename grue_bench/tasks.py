@@ -98,7 +98,8 @@ class TaskSpec(Strict):
     name: str
     description: str
     model_type: Literal["causal", "seq2seq"]
-    """The GRUE paper's policy family for this task (gpt2-style or t5-style)."""
+    """The GRUE paper's policy family for this task (gpt2-style or t5-style). A profile may name its
+    own (``model_type`` in it): the small profile runs every task on a causal LM."""
     grue_order: PositiveInt | None = None
     """The task's place among GRUE's seven, in the paper's order: ``--task all`` runs the tasks
     that have one, and the leaderboard lists them first, in this order. None: a task run by name
@@ -122,8 +123,9 @@ class TaskSpec(Strict):
     floors: FloorsSpec | None = None
     """None: the task has no ``floor:copy`` row (the other floors need no hook)."""
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Per profile (tiny, small, paper): a partial run config (tokenizer, env, alg,
-    train_evaluation) whose ``alg`` holds what all algorithms share, plus ``algs``: per
+    """Per profile (tiny, small, paper): a partial run config (tokenizer, env, datapool, alg,
+    train_evaluation) whose ``alg`` holds what all algorithms share, plus ``model_type`` (the
+    profile's policy family, when not the task's), ``algs``: per
     algorithm id, an ``alg`` section merged over it, and ``metrics``: entries that extend the
     task's suite (a metric the task has gets these arguments; another is added). A
     ``train_evaluation.metrics`` list replaces the suite instead."""

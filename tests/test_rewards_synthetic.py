@@ -64,6 +64,17 @@ def test_common_gen_repeat_penalty_needs_the_prefix_in_the_prompt():
     assert penalty == [-1.0]
 
 
+def test_common_gen_repeat_penalty_takes_the_concepts_from_the_samples_meta_in_any_prompt_format():
+    """The small profile's chat instruction has neither RL4LMs's prefix nor its one-character end."""
+    reward = plugins.REWARDS.get("common_gen_repeat_penalty")()
+    prompt = "<|im_start|>user\nUse: dog frisbee catch<|im_end|>\n<|im_start|>assistant\n"
+    texts = ["The dog catches a frisbee.", "Dog frisbee catch!", "A sentence: dogs run."]
+    meta = [{"concepts": ["dog", "frisbee", "catch"]}] * 3
+    assert reward.batch([prompt] * 3, texts, [[]] * 3, meta) == [0.0, -1.0, -1.0]
+    rl4lms = ["generate a sentence with: dog frisbee catch."] * 3  # the same numbers on RL4LMs's prompt
+    assert reward.batch(rl4lms, texts, [[]] * 3, [{}] * 3) == [0.0, -1.0, -1.0]
+
+
 def test_rl4lms_per_step_call_gives_the_reward_only_when_done():
     reward = plugins.REWARDS.get("increasing_numbers")(min_tokens=4)
     obs = Observation(prompt_or_input_text="", context_text="1 2 3 4")

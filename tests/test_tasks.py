@@ -105,6 +105,14 @@ def test_rl4lms_datapool_ids_apply_their_arguments():
         checked_args("datapools", "daily_dialog", {"context_size": 9}, "datapool.args")
 
 
+def test_a_task_pool_takes_a_profiles_own_prefix_and_suffix_in_place_of_the_tasks():
+    task = TaskPool.prepare("validation", task="commongen")
+    assert task[0].prompt_or_input_text == "generate a sentence with: arm sit tattoo."
+    own = TaskPool.prepare("validation", task="commongen", prompt_prefix="Use: ", prompt_suffix="\nSentence:")
+    assert own[0].prompt_or_input_text == "Use: arm sit tattoo\nSentence:"
+    assert [s.references for s in own] == [s.references for s in task]
+
+
 def test_max_samples_is_a_seeded_subset():
     a = TaskPool.prepare("train", task="imdb", max_samples=10, seed=1)
     b = TaskPool.prepare("train", task="imdb", max_samples=10, seed=1)
@@ -263,6 +271,21 @@ def test_run_config_composition_per_algorithm():
     assert ppo["alg"]["policy"]["id"] == "causal_lm_actor_critic_policy"
     with pytest.raises(GrueError, match="has no profile 'huge'"):
         task_config(spec, "ppo", "huge")
+
+
+def test_a_profile_runs_the_task_on_its_own_policy_family(tmp_path, run_grue):
+    from grue_bench.resolve import load_task
+
+    path = _one_row_task(tmp_path, "{tiny: {model_type: seq2seq}, small: {}}", "dates")
+    task = load_task(path)  # a causal task whose tiny profile runs a seq2seq LM
+    nlpo = task_config(task, "nlpo", "tiny")
+    assert nlpo["alg"]["policy"]["id"] == "maskable_seq2seq_lm_actor_critic_policy"
+    assert task_config(task, "supervised", "tiny")["alg"]["model_type"] == "seq2seq"
+    assert task_config(task, "ppo", "small")["alg"]["policy"]["id"] == "causal_lm_actor_critic_policy"
+    assert "model_type" not in task_config(task, "ppo", "tiny")  # not a run config key
+    bad = _one_row_task(tmp_path / "bad", "{tiny: {model_type: gpt}}", "dates")
+    code, _, err = run_grue("validate", str(bad))
+    assert code == 2 and "profiles.tiny.model_type" in err and "use causal or seq2seq" in err
 
 
 def test_a_profiles_metrics_extend_the_tasks_suite():

@@ -102,9 +102,11 @@ def _read_hub(task: TaskSpec, split: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _format_prompt(task: TaskSpec, row: dict[str, Any], prefix: str | None) -> str:
+def _format_prompt(task: TaskSpec, row: dict[str, Any], prefix: str | None, suffix: str | None) -> str:
+    """The row's prompt text between the prefix and suffix given, else the task's."""
     text = task.resolve(task.prompt.formatter)(row) if task.prompt.formatter else row["prompt"]
-    return f"{task.prompt.prefix if prefix is None else prefix}{text}{task.prompt.suffix}"
+    before = task.prompt.prefix if prefix is None else prefix
+    return f"{before}{text}{task.prompt.suffix if suffix is None else suffix}"
 
 
 class TaskPool(TextGenPool):
@@ -119,8 +121,11 @@ class TaskPool(TextGenPool):
         prompt_prefix: str | None = None,
         max_samples: PositiveInt | None = None,
         seed: NonNegativeInt = 0,
+        prompt_suffix: str | None = None,
     ) -> TaskPool:
-        """``source``: 'shipped' (offline subset), 'hub' (full dataset) or a local file/folder."""
+        """``source``: 'shipped' (offline subset), 'hub' (full dataset) or a local file/folder;
+        ``prompt_prefix`` and ``prompt_suffix`` replace the task's (a profile's own prompt format,
+        e.g. an instruction for a causal LM; RL4LMs's pools take a prefix only)."""
 
         check_split(split)
         spec = plugins.TASKS.get(task)
@@ -142,7 +147,7 @@ class TaskPool(TextGenPool):
             samples.append(
                 Sample(
                     id=str(row.get("id", f"{task}-{split}-{number}")),
-                    prompt_or_input_text=_format_prompt(spec, row, prompt_prefix),
+                    prompt_or_input_text=_format_prompt(spec, row, prompt_prefix, prompt_suffix),
                     references=list(row.get("references") or []),
                     meta_data={
                         **(row.get("meta") or {}),

@@ -258,6 +258,17 @@ def extended_metrics(task_metrics: list[dict[str, Any]], profile_metrics: list[A
     return merged
 
 
+def profile_model_type(spec: TaskSpec, profile: str, model_type: Any) -> str:
+    """The policy family a profile's ``model_type`` names (the task's when it names none)."""
+    if model_type not in ("causal", "seq2seq"):
+        raise GrueError(
+            f"task '{spec.id}': profile '{profile}' gives model_type {model_type!r}",
+            key=f"profiles.{profile}.model_type",
+            fix="use causal or seq2seq, or leave it out (the task's own, " + spec.model_type + ")",
+        )
+    return model_type
+
+
 def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
     """The run config (plain data) task ``spec`` gives ``alg_id`` under ``profile``: a copy, which
     the caller may change (overrides) without changing the task."""
@@ -270,12 +281,13 @@ def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
     partial = copy.deepcopy(spec.profiles[profile])
     per_alg = partial.pop("algs", {}) or {}
     shared_alg = partial.pop("alg", {}) or {}
+    model_type = profile_model_type(spec, profile, partial.pop("model_type", spec.model_type))
     hparams = plugins.ALGORITHMS.get(alg_id).Args
     if hparams.needs_policy:
         alg = deep_merge(shared_alg, per_alg.get(alg_id, {}))
-        alg.setdefault("policy", {}).setdefault("id", plugins.default_policy(alg_id, spec.model_type))
+        alg.setdefault("policy", {}).setdefault("id", plugins.default_policy(alg_id, model_type))
     else:
-        alg = {"model_type": spec.model_type, **per_alg.get(alg_id, {})}
+        alg = {"model_type": model_type, **per_alg.get(alg_id, {})}
     metrics = extended_metrics([m.model_dump() for m in spec.metrics], partial.pop("metrics", []) or [])
     partial["train_evaluation"] = {"metrics": metrics, **(partial.get("train_evaluation") or {})}
     return {

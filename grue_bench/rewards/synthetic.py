@@ -33,6 +33,9 @@ class CommonGenRepeatPenalty(RewardFunction):
     As RL4LMs: the concept text is what follows ``prefix`` in the prompt, less its last character
     (the concept end token); the output copies the prompt when, lower-cased, it contains that
     concept text, the prefix, or the substrings "generate" or "sentence" (so "sentences" counts).
+    A sample whose meta data lists its ``concepts`` (CommonGen's do) gives the concept text as
+    RL4LMs's datapool writes it into the prompt, the concepts joined by spaces, whatever the
+    prompt's format (the small profile's instruction has another prefix and suffix).
     RL4LMs's two ids differ only in calling convention (one episode per step, or a batch of
     episodes scoring those that are done); ours always scores a batch of finished episodes.
     ``prefix`` is a GRUE extension for prompts built with another prefix; RL4LMs fixes it.
@@ -42,9 +45,17 @@ class CommonGenRepeatPenalty(RewardFunction):
         self.prefix = prefix
 
     def batch(self, prompts, generations, references, meta_infos) -> list[float]:
-        return [self._penalty(prompt, text) for prompt, text in zip(prompts, generations, strict=True)]
+        triples = zip(prompts, generations, meta_infos, strict=True)
+        return [self._penalty(prompt, text, meta or {}) for prompt, text, meta in triples]
 
-    def _penalty(self, prompt: str, text: str) -> float:
+    def _penalty(self, prompt: str, text: str, meta: dict) -> float:
+        concepts = " ".join(meta["concepts"]).lower() if meta.get("concepts") else self._concepts(prompt)
+        lowered = text.lower()
+        copies = concepts in lowered or self.prefix.lower() in lowered
+        return -1.0 if copies or "generate" in lowered or "sentence" in lowered else 0.0
+
+    def _concepts(self, prompt: str) -> str:
+        """RL4LMs's concept text: what follows the prefix in the prompt, less its last character."""
         parts = prompt.split(self.prefix)
         if len(parts) < 2:
             raise GrueError(
@@ -53,7 +64,4 @@ class CommonGenRepeatPenalty(RewardFunction):
                 key="reward_fn.args.prefix",
                 fix="set prefix to the one the datapool puts before the concepts",
             )
-        concepts = parts[1][:-1].lower()
-        lowered = text.lower()
-        copies = concepts in lowered or self.prefix.lower() in lowered
-        return -1.0 if copies or "generate" in lowered or "sentence" in lowered else 0.0
+        return parts[1][:-1].lower()
