@@ -1,8 +1,9 @@
-"""The `small` profile (SmolLM2-135M, offline) loads and runs a PPO iteration on IMDB."""
+"""The `small` profile (SmolLM2-135M, offline) loads and runs a PPO iteration on IMDB and CommonGen."""
 
 import importlib.util
 import random
 
+import pytest
 import torch
 from conftest import skip_unless_in_ci
 
@@ -16,15 +17,17 @@ pytestmark = skip_unless_in_ci(
 )
 
 
-def test_small_profile_runs_a_ppo_iteration_on_imdb():
-    data = task_config(plugins.TASKS.get("imdb"), "ppo", "tiny")
-    data["profile"] = "small"
+@pytest.mark.parametrize("task", ["imdb", "commongen"])
+def test_the_small_profile_runs_a_ppo_iteration(task):
+    """As the grid builds it (CommonGen: SmolLM2 as a causal LM, asked in its chat format), with
+    a rollout small enough for a test."""
+    data = task_config(plugins.TASKS.get(task), "ppo", "small")
     for assignment in (
-        "alg.args.n_steps=4",
-        "alg.args.batch_size=4",
+        "env.n_envs=4",
+        "alg.args.n_steps=8",
+        "alg.args.batch_size=16",
         "alg.args.n_epochs=1",
         "env.args.max_episode_length=8",
-        "env.args.max_prompt_length=32",
     ):
         apply_override(data, assignment)
     config = build_config(data, "small-profile test")
@@ -32,8 +35,12 @@ def test_small_profile_runs_a_ppo_iteration_on_imdb():
     base = load_base(config)
     assert base.name.startswith("SmolLM2-135M") and base.model.num_parameters() > 100_000_000
     algorithm = Run(config, 0, base, pools={}).rl(base.model)
-    before = algorithm.unwrapped.lm.model.embed_tokens.weight.detach().clone()
-    stats = algorithm.step(list(load_pool(config, "train")), random.Random(0))
+    trained = [p for p in algorithm.unwrapped.parameters() if p.requires_grad]
+    before = [p.detach().clone() for p in trained]
+    samples = list(load_pool(config, "train"))
+    if task == "commongen":
+        assert samples[0].prompt_or_input_text.endswith(".<|im_end|>\n<|im_start|>assistant\n")
+    stats = algorithm.step(samples, random.Random(0))
     assert all(torch.isfinite(torch.tensor(v)) for v in stats.values())
-    assert 0.0 <= stats["rollout/reward"] <= 1.0 and stats["rollout/length"] > 0
-    assert not torch.equal(before, algorithm.unwrapped.lm.model.embed_tokens.weight)
+    assert stats["rollout/length"] > 0 and stats["rollout/reward"] <= 1.0
+    assert any(not torch.equal(b, p) for b, p in zip(before, trained, strict=True))

@@ -1,0 +1,91 @@
+"""How a task's small-profile prompt format was chosen: SmolLM2-135M-Instruct's zero-shot scores on
+the validation split under each candidate format (run by hand, not a test; validation only).
+
+    python benchmarks/zero_shot_formats.py --task commongen
+
+Each candidate is a prompt prefix and suffix around the task's input (the small profile's
+``datapool.args.prompt_prefix`` / ``prompt_suffix``): plain text, and the model's chat format
+with and without its default system message. The evaluation is the one a run of the small
+profile makes of its base model (its decoding, batch size and precision, the task's metric
+suite). One JSON line per candidate: its metrics, mean output words, the share of empty outputs
+and seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+USER, ASSISTANT = "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"
+SYSTEM = (
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+)
+"""SmolLM2-Instruct's chat template: its default system message, a user turn, the assistant's."""
+
+INSTRUCTIONS = {"commongen": "Write one sentence about an everyday scene that uses all of these words: "}
+"""Per task, the instruction before its input (the input ends with a full stop in every format)."""
+
+
+def candidates(task: str) -> dict[str, tuple[str, str]]:
+    """Name -> (prompt prefix, prompt suffix) of the formats tried for ``task``."""
+    instruction = INSTRUCTIONS[task]
+    return {
+        "plain": (instruction, ".\nSentence:"),
+        "chat": (USER + instruction, "." + ASSISTANT),
+        "chat+system": (SYSTEM + USER + instruction, "." + ASSISTANT),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="commongen", choices=sorted(INSTRUCTIONS))
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from grue_bench import plugins
+    from grue_bench.resolve import apply_override, build_config, task_config
+    from grue_bench.rl.precision import default_device
+    from grue_bench.runner.assemble import load_base, load_pool, model_type_of, run_precision
+    from grue_bench.runner.evaluator import generate_texts, score_texts
+
+    base = None
+    for name, (prefix, suffix) in candidates(args.task).items():
+        data = task_config(plugins.TASKS.get(args.task), "ppo", "small")
+        apply_override(data, f"datapool.args.prompt_prefix={json.dumps(prefix)}")
+        apply_override(data, f"datapool.args.prompt_suffix={json.dumps(suffix)}")
+        config = build_config(data, f"the '{name}' format")
+        base = base or load_base(config)
+        device = default_device()
+        lm, samples, model_type = (
+            base.model.to(device),
+            list(load_pool(config, "validation")),
+            model_type_of(config),
+        )
+        precision = run_precision(config, device)
+        started = time.perf_counter()
+        texts = generate_texts(
+            lm, base.tokenizer, model_type, config, samples, "validation", device, precision
+        )
+        scores, _ = score_texts(
+            lm, base.tokenizer, model_type, config, samples, "validation", texts, precision
+        )
+        words = [len(text.split()) for text in texts]
+        figures = {
+            "task": args.task,
+            "format": name,
+            "precision": precision.name,
+            **{key: round(value, 4) for key, value in scores.corpus().items()},
+            "mean_words": round(sum(words) / len(words), 2),
+            "empty_share": round(sum(w == 0 for w in words) / len(words), 3),
+            "example": texts[0],
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        print(json.dumps(figures), flush=True)
+
+
+if __name__ == "__main__":
+    main()
