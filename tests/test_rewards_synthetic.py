@@ -73,6 +73,9 @@ def test_common_gen_repeat_penalty_takes_the_concepts_from_the_samples_meta_in_a
     assert reward.batch([prompt] * 3, texts, [[]] * 3, meta) == [0.0, -1.0, -1.0]
     rl4lms = ["generate a sentence with: dog frisbee catch."] * 3  # the same numbers on RL4LMs's prompt
     assert reward.batch(rl4lms, texts, [[]] * 3, [{}] * 3) == [0.0, -1.0, -1.0]
+    # a prompt with the prefix is read as RL4LMs reads it, whatever the meta data says
+    commas = ["generate a sentence with: dog, frisbee, catch."] * 3
+    assert reward.batch(commas, ["Dog, frisbee, catch!", *texts[1:]], [[]] * 3, meta) == [-1.0, 0.0, -1.0]
 
 
 def test_rl4lms_per_step_call_gives_the_reward_only_when_done():

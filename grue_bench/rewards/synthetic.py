@@ -33,9 +33,9 @@ class CommonGenRepeatPenalty(RewardFunction):
     As RL4LMs: the concept text is what follows ``prefix`` in the prompt, less its last character
     (the concept end token); the output copies the prompt when, lower-cased, it contains that
     concept text, the prefix, or the substrings "generate" or "sentence" (so "sentences" counts).
-    A sample whose meta data lists its ``concepts`` (CommonGen's do) gives the concept text as
-    RL4LMs's datapool writes it into the prompt, the concepts joined by spaces, whatever the
-    prompt's format (the small profile's instruction has another prefix and suffix).
+    A prompt without the prefix (the small profile's instruction has another prefix and suffix)
+    takes its concept text from the sample's meta data when that lists the ``concepts`` (CommonGen's
+    does): joined by spaces, as RL4LMs's datapool writes them into its prompts by default.
     RL4LMs's two ids differ only in calling convention (one episode per step, or a batch of
     episodes scoring those that are done); ours always scores a batch of finished episodes.
     ``prefix`` is a GRUE extension for prompts built with another prefix; RL4LMs fixes it.
@@ -49,7 +49,10 @@ class CommonGenRepeatPenalty(RewardFunction):
         return [self._penalty(prompt, text, meta or {}) for prompt, text, meta in triples]
 
     def _penalty(self, prompt: str, text: str, meta: dict) -> float:
-        concepts = " ".join(meta["concepts"]).lower() if meta.get("concepts") else self._concepts(prompt)
+        if self.prefix not in prompt and meta.get("concepts"):
+            concepts = " ".join(meta["concepts"]).lower()
+        else:
+            concepts = self._concepts(prompt)
         lowered = text.lower()
         copies = concepts in lowered or self.prefix.lower() in lowered
         return -1.0 if copies or "generate" in lowered or "sentence" in lowered else 0.0
