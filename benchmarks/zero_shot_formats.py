@@ -23,17 +23,25 @@ SYSTEM = (
 )
 """SmolLM2-Instruct's chat template: its default system message, a user turn, the assistant's."""
 
-INSTRUCTIONS = {"commongen": "Write one sentence about an everyday scene that uses all of these words: "}
-"""Per task, the instruction before its input (the input ends with a full stop in every format)."""
+INSTRUCTIONS = {
+    "commongen": (
+        "Write one sentence about an everyday scene that uses all of these words: ",
+        ".",
+        "Sentence:",
+    ),
+    "iwslt2017_en_de": ("Translate this English sentence into German: ", "", "German:"),
+}
+"""Per task: the instruction before its input, what ends the input (CommonGen's concepts have no
+full stop of their own), and the label a plain-text prompt ends with."""
 
 
 def candidates(task: str) -> dict[str, tuple[str, str]]:
     """Name -> (prompt prefix, prompt suffix) of the formats tried for ``task``."""
-    instruction = INSTRUCTIONS[task]
+    instruction, end, label = INSTRUCTIONS[task]
     return {
-        "plain": (instruction, ".\nSentence:"),
-        "chat": (USER + instruction, "." + ASSISTANT),
-        "chat+system": (SYSTEM + USER + instruction, "." + ASSISTANT),
+        "plain": (instruction, f"{end}\n{label}"),
+        "chat": (USER + instruction, end + ASSISTANT),
+        "chat+system": (SYSTEM + USER + instruction, end + ASSISTANT),
     }
 
 
