@@ -22,7 +22,6 @@ from grue_bench.config import AlgConfig, RunConfig, TrainEvaluationConfig
 from grue_bench.errors import GrueError, Problem
 from grue_bench.plugins.components import arg_problems
 from grue_bench.rl.hparams import GenerationKwargs, PolicyArgs
-from grue_bench.rl.precision import bf16_supported, default_device
 from grue_bench.schema import Component, Strict, deep_merge, problems_from
 from grue_bench.tasks import TaskSpec
 from grue_bench.yamlio import parse_yaml, read_yaml_mapping
@@ -161,6 +160,9 @@ def with_precision_decided(data: dict[str, Any]) -> dict[str, Any]:
     ]
     if not any(alg[name].get("bf16") == AUTO_PRECISION for name in sections):
         return data
+    # start-up time: the check imports torch; only a config asking for 'auto' needs it
+    from grue_bench.rl.precision import bf16_supported, default_device
+
     native = bf16_supported(default_device())
     decided = {
         name: {**alg[name], "bf16": native} for name in sections if alg[name].get("bf16") == AUTO_PRECISION

@@ -225,12 +225,12 @@ def test_precision_sets_the_hugging_face_flags_of_every_stage():
 
 @pytest.mark.parametrize("native", [True, False])
 def test_the_small_profile_runs_in_bf16_where_the_machine_has_it_and_its_config_says_so(monkeypatch, native):
-    from grue_bench import resolve
     from grue_bench.cli import build_parser
     from grue_bench.commands.run import grid_specs
+    from grue_bench.rl import precision
     from grue_bench.runner.assemble import supervised_args
 
-    monkeypatch.setattr(resolve, "bf16_supported", lambda device: native)
+    monkeypatch.setattr(precision, "bf16_supported", lambda device: native)
     argv = ["run", "--task", "imdb", "--alg", "ppo,supervised+ppo,supervised", "--profile", "small"]
     specs = grid_specs(build_parser("run").parse_args(argv))
     assert [spec.config.alg.args["bf16"] for spec in specs] == [native] * 3  # decided: 'auto' is gone
