@@ -60,27 +60,21 @@ def main() -> None:
     from grue_bench.runner.assemble import load_base, load_pool, model_type_of, run_precision
     from grue_bench.runner.evaluator import generate_texts, score_texts
 
-    base = None
+    configs = {}
     for name, (prefix, suffix) in candidates(args.task).items():
         data = task_config(plugins.TASKS.get(args.task), "ppo", "small")
         apply_override(data, f"datapool.args.prompt_prefix={json.dumps(prefix)}")
         apply_override(data, f"datapool.args.prompt_suffix={json.dumps(suffix)}")
-        config = build_config(data, f"the '{name}' format")
-        base = base or load_base(config)
-        device = default_device()
-        lm, samples, model_type = (
-            base.model.to(device),
-            list(load_pool(config, "validation")),
-            model_type_of(config),
-        )
-        precision = run_precision(config, device)
+        configs[name] = build_config(data, f"the '{name}' format")
+    first = next(iter(configs.values()))  # the formats differ in their prompts only
+    base, device = load_base(first), default_device()
+    lm, tokenizer, model_type = base.model.to(device), base.tokenizer, model_type_of(first)
+    precision = run_precision(first, device)
+    for name, config in configs.items():
+        samples = list(load_pool(config, "validation"))
         started = time.perf_counter()
-        texts = generate_texts(
-            lm, base.tokenizer, model_type, config, samples, "validation", device, precision
-        )
-        scores, _ = score_texts(
-            lm, base.tokenizer, model_type, config, samples, "validation", texts, precision
-        )
+        texts = generate_texts(lm, tokenizer, model_type, config, samples, "validation", device, precision)
+        scores, _ = score_texts(lm, tokenizer, model_type, config, samples, "validation", texts, precision)
         words = [len(text.split()) for text in texts]
         figures = {
             "task": args.task,
