@@ -30,6 +30,9 @@ INSTRUCTIONS = {
         "Sentence:",
     ),
     "iwslt2017_en_de": ("Translate this English sentence into German: ", "", "German:"),
+    "cnn_dailymail": ("Summarize this news article in a few sentences:\n", "", "Summary:"),
+    "totto": ("Describe the highlighted cells of this table in one sentence:\n", "", "Sentence:"),
+    "narrative_qa": ("Answer the question about the story in a few words.\n", "", "Answer:"),
 }
 """Per task: the instruction before its input, what ends the input (CommonGen's concepts have no
 full stop of their own), and the label a plain-text prompt ends with."""

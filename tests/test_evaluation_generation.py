@@ -13,6 +13,7 @@ from grue_bench.errors import GrueError
 from grue_bench.postprocessing import three_sentence_summary
 from grue_bench.registry import Registry
 from grue_bench.resolve import build_config
+from grue_bench.rl import rollout
 from grue_bench.rl.precision import FP32, Precision
 from grue_bench.runner import evaluator
 from grue_bench.runner.evaluator import evaluate, score_texts
@@ -217,3 +218,27 @@ def test_tokenizer_max_length_is_refused_for_rl_algorithms_which_rl4lms_lets_ign
         error.value
     )
     assert "env.args.max_prompt_length sets the prompt width" in str(error.value)
+
+
+def test_beam_search_runs_each_prompt_once_and_decodes_as_generate_does(tiny_causal_lm):
+    """generate() would run each prompt once per beam; the prompt's columns but the last go
+    through the model once per prompt, its cache is repeated for the beams, and the beams are
+    the same (float32)."""
+    from transformers import GenerationConfig
+
+    lm, tokenizer = tiny_causal_lm
+    lm.eval()  # as generate() puts it: no dropout
+    batch = tokenizer(["the cat runs 1 2", "1", "the dog"], return_tensors="pt", padding=True)
+    width, eos = batch.input_ids.size(1), [tokenizer.eos_token_id]
+    kwargs = {"num_beams": 3, "do_sample": False, "max_new_tokens": 6, "min_length": width + 6}
+    shapes = []
+    hook = lm.transformer.register_forward_pre_hook(
+        lambda module, args, kw: shapes.append(tuple(args[0].shape)), with_kwargs=True
+    )
+    ids, mask = batch.input_ids, batch.attention_mask  # no token type ids: generate() takes none
+    ours = rollout._hf_generate(lm, tokenizer, "causal", ids, mask, kwargs, eos, [])
+    hook.remove()
+    config = GenerationConfig(**kwargs, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos)
+    theirs = lm.generate(input_ids=ids, attention_mask=mask, generation_config=config)[:, width:]
+    assert torch.equal(ours, theirs) and ours.shape == (3, 6)
+    assert shapes[0] == (3, width - 1) and shapes[1:] == [(9, 1)] * 6

@@ -6,7 +6,7 @@ import pytest
 from conftest import REPO
 
 from grue_bench import plugins
-from grue_bench.datapools import SyntheticPool, TaskPool
+from grue_bench.datapools import SyntheticPool, TaskPool, first_words
 from grue_bench.errors import GrueError
 from grue_bench.plugins.components import checked_args
 from grue_bench.resolve import task_config
@@ -113,6 +113,18 @@ def test_a_task_pool_takes_a_profiles_own_prefix_and_suffix_in_place_of_the_task
     assert [s.references for s in own] == [s.references for s in task]
 
 
+def test_max_input_words_cuts_the_input_not_the_prefix_or_suffix():
+    assert first_words("one  two\nthree four", 3) == "one  two\nthree"
+    assert first_words(" one two ", 5) == " one two " and first_words("one two", None) == "one two"
+    whole = TaskPool.prepare("test", task="narrative_qa", prompt_prefix="Q&A:\n", prompt_suffix="\nA:")
+    cut = TaskPool.prepare(
+        "test", task="narrative_qa", prompt_prefix="Q&A:\n", prompt_suffix="\nA:", max_input_words=12
+    )
+    text = cut[0].prompt_or_input_text
+    assert text.startswith("Q&A:\nquestion: ") and text.endswith("\nA:") and len(text.split()) == 12 + 2
+    assert whole[0].prompt_or_input_text.startswith(text.removesuffix("\nA:"))
+
+
 def test_max_samples_is_a_seeded_subset():
     a = TaskPool.prepare("train", task="imdb", max_samples=10, seed=1)
     b = TaskPool.prepare("train", task="imdb", max_samples=10, seed=1)
@@ -158,16 +170,18 @@ def test_bad_local_jsonl_names_file_and_line(tmp_path):
     assert str(bad) in str(info.value)
 
 
-def test_totto_linearizer_reproduces_every_shipped_prompt():
+def test_totto_converter_reproduces_every_shipped_row_from_its_official_record():
+    """The shipped rows' headers were found on the table's span-honouring grid; the converter
+    finds the same from the official record (table and highlighted cells)."""
     spec = plugins.TASKS.get("totto")
-    linearize = spec.resolve("hooks:linearize")
+    convert = spec.resolve("hooks:from_hub")
     for split in ("train", "validation", "test"):
         for row in map(json.loads, spec.data_path(split).read_text().splitlines()):
             meta = row["meta"]
-            text = linearize(
-                meta["table_page_title"], meta["table_section_title"], meta["highlighted_cell_details"]
-            )
-            assert text == row["prompt"]
+            record = {**meta, "sentence_annotations": [{"final_sentence": r} for r in row["references"]]}
+            converted = convert(record, 0)
+            assert converted["prompt"] == row["prompt"]
+            assert converted["meta"]["highlighted_cell_details"] == meta["highlighted_cell_details"]
 
 
 def test_hub_converters_on_hub_shaped_rows():
@@ -204,7 +218,7 @@ def test_hub_converters_on_hub_shaped_rows():
             "highlighted_cells": [[1, 1]],
             "table_page_title": "P",
             "table_section_title": "S",
-            "sentence_annotations": [{"final_sentence": "F."}],
+            "sentence_annotations": {"final_sentence": ["F.", "G.", "F."]},  # the hub's shape
         },
         0,
     )
@@ -212,7 +226,22 @@ def test_hub_converters_on_hub_shaped_rows():
         "<page_title> P </page_title> <section_title> S </section_title> <table> "
         "<cell> Film <col_header> Title </col_header> </cell> </table>"
     )
-    assert totto["references"] == ["F."]
+    assert totto["references"] == ["F.", "G."]
+    spanning = [  # "Award" spans two columns: "Result" is the header above the third grid column
+        [{"value": "Year", "is_header": True}, {"value": "Award", "is_header": True, "column_span": 2}],
+        [
+            {"value": "Year", "is_header": True},
+            {"value": "Name", "is_header": True},
+            {"value": "Result", "is_header": True},
+        ],
+        [
+            {"value": "2001", "is_header": True},
+            {"value": "Oscar", "is_header": False},
+            {"value": "Won", "is_header": False},
+        ],
+    ]
+    cells = plugins.TASKS.get("totto").resolve("hooks:cell_details")(spanning, [[2, 2]])
+    assert cells[0]["col_headers"] == ["Award", "Result"] and cells[0]["row_headers"] == ["2001"]
 
 
 def test_task_yaml_errors_name_the_key(tmp_path, run_grue):

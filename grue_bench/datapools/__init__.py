@@ -9,8 +9,10 @@ registered as thin aliases (see ``plugins.DATAPOOLS``) so RL4LMs configs run unc
 from __future__ import annotations
 
 import csv
+import itertools
 import logging
 import random
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -102,9 +104,22 @@ def _read_hub(task: TaskSpec, split: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _format_prompt(task: TaskSpec, row: dict[str, Any], prefix: str | None, suffix: str | None) -> str:
-    """The row's prompt text between the prefix and suffix given, else the task's."""
+def first_words(text: str, limit: int | None) -> str:
+    """``text`` up to the end of its ``limit``-th word (whitespace-separated; all of it when None),
+    its own spacing and line breaks kept."""
+    if limit is None:
+        return text
+    words = list(itertools.islice(re.finditer(r"\S+", text), limit))
+    return text[: words[-1].end()] if len(words) == limit else text
+
+
+def _format_prompt(
+    task: TaskSpec, row: dict[str, Any], prefix: str | None, suffix: str | None, max_input_words: int | None
+) -> str:
+    """The row's prompt text, cut to ``max_input_words``, between the prefix and suffix given, else
+    the task's."""
     text = task.resolve(task.prompt.formatter)(row) if task.prompt.formatter else row["prompt"]
+    text = first_words(text, max_input_words)
     before = task.prompt.prefix if prefix is None else prefix
     return f"{before}{text}{task.prompt.suffix if suffix is None else suffix}"
 
@@ -122,10 +137,14 @@ class TaskPool(TextGenPool):
         max_samples: PositiveInt | None = None,
         seed: NonNegativeInt = 0,
         prompt_suffix: str | None = None,
+        max_input_words: PositiveInt | None = None,
     ) -> TaskPool:
         """``source``: 'shipped' (offline subset), 'hub' (full dataset) or a local file/folder;
         ``prompt_prefix`` and ``prompt_suffix`` replace the task's (a profile's own prompt format,
-        e.g. an instruction for a causal LM; RL4LMs's pools take a prefix only)."""
+        e.g. an instruction for a causal LM; RL4LMs's pools take a prefix only).
+        ``max_input_words`` cuts each input (an article, a story) after that many words before the
+        prefix and suffix go around it, so that a prompt cut to the model's length keeps its
+        instruction: ``max_prompt_length`` cuts the whole prompt on one side."""
 
         check_split(split)
         spec = plugins.TASKS.get(task)
@@ -147,7 +166,9 @@ class TaskPool(TextGenPool):
             samples.append(
                 Sample(
                     id=str(row.get("id", f"{task}-{split}-{number}")),
-                    prompt_or_input_text=_format_prompt(spec, row, prompt_prefix, prompt_suffix),
+                    prompt_or_input_text=_format_prompt(
+                        spec, row, prompt_prefix, prompt_suffix, max_input_words
+                    ),
                     references=list(row.get("references") or []),
                     meta_data={
                         **(row.get("meta") or {}),

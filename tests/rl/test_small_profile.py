@@ -44,3 +44,19 @@ def test_the_small_profile_runs_a_ppo_iteration(task):
     assert all(torch.isfinite(torch.tensor(v)) for v in stats.values())
     assert stats["rollout/length"] > 0 and stats["rollout/reward"] <= 1.0
     assert any(not torch.equal(b, p) for b, p in zip(before, trained, strict=True))
+
+
+def test_every_shipped_small_profile_prompt_keeps_its_instruction_within_the_prompt_length():
+    """The long inputs (articles, stories) are cut before the instruction goes around them
+    (``max_input_words``), so no shipped prompt of a seq2seq task's small profile reaches
+    ``max_prompt_length``, where the whole prompt would be cut on one side and lose its start
+    (the system message and instruction) or its end (the assistant's turn)."""
+    for task in ("commongen", "cnn_dailymail", "totto", "narrative_qa", "iwslt2017_en_de"):
+        config = build_config(task_config(plugins.TASKS.get(task), "ppo", "small"), task)
+        tokenizer = load_base(config).tokenizer
+        prefix, suffix = config.datapool.args["prompt_prefix"], config.datapool.args["prompt_suffix"]
+        for split in ("train", "validation", "test"):
+            texts = [s.prompt_or_input_text for s in load_pool(config, split)]
+            assert all(t.startswith(prefix) and t.endswith(suffix) for t in texts)
+            longest = max(len(ids) for ids in tokenizer(texts)["input_ids"])
+            assert longest <= config.env.args.max_prompt_length, (task, split, longest)
