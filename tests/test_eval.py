@@ -113,7 +113,7 @@ def test_grue_eval_prints_the_suite_as_json(run_grue, tmp_path):
     code, out, err = run_grue("eval", "--task", "totto", "--predictions", str(predictions), "--json")
     assert code == 0, err
     result = json.loads(out)
-    assert result["task"] == "totto" and result["n"] == 9 and result["split"] == "test"
+    assert result["task"] == "totto" and result["n"] == 54 and result["split"] == "test"
     assert result["scores"]["lexical/sacrebleu"] == pytest.approx(1.0)
     assert result["scores"]["table_to_text/parent_precision"] == pytest.approx(1.0)
 
@@ -153,6 +153,7 @@ def test_predictions_file_problems_are_all_reported_with_lines(tmp_path):
     samples = list(TaskPool.prepare("test", task="totto"))
     rows = [{"id": s.id, "text": "x"} for s in samples[1:]]
     rows[2] = {"id": rows[1]["id"], "text": "dup"}
+    first_bad = len(rows) + 1
     rows.append({"id": "totto-validation-nope", "text": "x"})
     rows.append("{not json")
     rows.append({"id": 3, "text": "x"})
@@ -162,9 +163,9 @@ def test_predictions_file_problems_are_all_reported_with_lines(tmp_path):
     message = str(info.value)
     assert str(path) in message
     assert "line 3: id" in message and "predicted twice" in message
-    assert "line 9: id 'totto-validation-nope' is not in this split" in message
-    assert "line 10: not valid JSON" in message
-    assert "line 11: needs string fields 'id' and 'text'" in message
+    assert f"line {first_bad}: id 'totto-validation-nope' is not in this split" in message
+    assert f"line {first_bad + 1}: not valid JSON" in message
+    assert f"line {first_bad + 2}: needs string fields 'id' and 'text'" in message
     assert f"have no prediction: {samples[0].id}" in message
 
 

@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from grue_bench import plugins
 from grue_bench.store import Store
 
 TASK = "totto"
+TASK_VERSION = plugins.TASKS.get(TASK).version
 SEEDS = (0, 1, 2)
 CONFIG = {"alg": {"id": "ppo", "args": {"learning_rate": 1.0e-6}}, "profile": "paper"}
 
@@ -50,7 +52,7 @@ def metadata(name: str, task: str = TASK, seeds: tuple[int, ...] = SEEDS) -> dic
         "profile": "paper",
         "description": "PPO on ToTTo.\nThree seeds.",
         "config": CONFIG,
-        "tasks": {task: {"task_version": 1, "seeds": list(seeds)}},
+        "tasks": {task: {"task_version": plugins.TASKS.get(task).version, "seeds": list(seeds)}},
     }
 
 
@@ -86,7 +88,7 @@ def store_path(tmp_path: Path) -> Path:
     with Store(path) as store:
         run = store.start_run(
             task=TASK,
-            task_version=1,
+            task_version=TASK_VERSION,
             alg="ppo",
             seed=0,
             profile="tiny",

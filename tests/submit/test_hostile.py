@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.submit.conftest import TASK, fingerprint, split_samples, write_jsonl
+from tests.submit.conftest import TASK, TASK_VERSION, fingerprint, split_samples, write_jsonl
 
 Mutation = Callable[[Path], None]
 
@@ -153,7 +153,9 @@ CASES = [
     ),
     pytest.param(set_key("tasks", TASK, "seeds", value=[0, 1]), ["at least 3 are needed"], id="two-seeds"),
     pytest.param(set_key("tasks", TASK, "seeds", value=[0, 1, 1, 2]), ["listed twice"], id="repeated-seed"),
-    pytest.param(duplicate_id, ["seed0.jsonl line 10", "predicted twice"], id="duplicate-id"),
+    pytest.param(
+        duplicate_id, [f"seed0.jsonl line {len(split_samples()) + 1}", "predicted twice"], id="duplicate-id"
+    ),
     pytest.param(ids_of_another_split, ["is not in this split", "have no prediction"], id="other-split-ids"),
     pytest.param(text_not_a_string, ["line 1", "needs string fields 'id' and 'text'"], id="text-not-string"),
     pytest.param(extra_key_in_line, ["line 2", "'score' besides 'id' and 'text'"], id="extra-key-in-line"),
@@ -172,7 +174,7 @@ CASES = [
     ),
     pytest.param(
         set_key("tasks", TASK, "task_version", value=7),
-        ["is at version 1", "not comparable"],
+        [f"is at version {TASK_VERSION}", "not comparable"],
         id="task-version",
     ),
     pytest.param(huge_file, ["25,000,000 bytes", "limit of 20,000,000"], id="huge-file"),

@@ -11,7 +11,7 @@ import pytest
 from grue_bench.paths import run_dir
 from grue_bench.store import BEFORE_TRAINING, Store
 from grue_bench.submit.validate import validate
-from tests.submit.conftest import SEEDS, TASK, split_samples
+from tests.submit.conftest import SEEDS, TASK, TASK_VERSION, split_samples
 from tests.submit.test_record import fixed_scores
 
 N_ITERS = 10
@@ -34,7 +34,7 @@ def own_store(tmp_path: Path) -> Path:
         for alg, seed in [*(("ppo", s) for s in SEEDS), ("nlpo", 0), ("ppo", 3)]:
             run = store.start_run(
                 task=TASK,
-                task_version=1,
+                task_version=TASK_VERSION,
                 alg=alg,
                 seed=seed,
                 profile="tiny",
@@ -96,7 +96,7 @@ def test_packaged_runs_pass_every_check(own_store, tmp_path, run_grue, stage, it
     meta = submission.meta
     assert meta.algorithm == label and meta.profile == "tiny" and meta.model == "tiny-seq2seq/totto@abc"
     entry = meta.tasks[TASK]
-    assert entry.seeds == list(SEEDS) and entry.task_version == 1 and entry.config == CONFIG
+    assert entry.seeds == list(SEEDS) and entry.task_version == TASK_VERSION and entry.config == CONFIG
     for seed in SEEDS:
         assert generations(folder, seed) == texts(seed, iteration)
         assert entry.scores[seed]["lexical/bleu"] == bleu(seed)
