@@ -4,6 +4,7 @@ not a test).
     python benchmarks/bench_profile.py                       # IMDB PPO, small profile, float32
     python benchmarks/bench_profile.py --precision bf16
     python benchmarks/bench_profile.py --task daily_dialog --alg nlpo --iters 3
+    python benchmarks/bench_profile.py --set alg.args.minibatch_by=episodes
 
 The run is the config ``grue run --task T --alg A --profile P`` trains, built as a run builds it
 (``runner.assemble``), for ``--iters`` iterations, without the store and the evaluations between
@@ -43,6 +44,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-eval", action="store_true", help="leave out the test evaluation")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a config override, as grue run's"
+    )
     return parser.parse_args()
 
 
@@ -100,7 +104,11 @@ def main() -> None:
     from grue_bench.runner.evaluator import generate_texts, score_texts
 
     # explicit either way: the small profile's own setting is bf16 where the machine has it
-    overrides = [f"train_evaluation.n_iters={args.iters}", f"alg.args.bf16={args.precision == 'bf16'}"]
+    overrides = [
+        f"train_evaluation.n_iters={args.iters}",
+        f"alg.args.bf16={args.precision == 'bf16'}",
+        *args.set,
+    ]
     (spec,) = build_specs([args.task], [args.alg], [args.seed], args.profile, overrides=overrides)
     config, device = spec.config, torch.device("cpu")
     run = build_run(config, args.seed)
@@ -115,6 +123,7 @@ def main() -> None:
         "profile": args.profile,
         "precision": args.precision,
         "threads": args.threads,
+        "overrides": args.set,
         "train_s": round(train_s, 2),
     }
     for key in ("generation_s", "rollout_s", "update_s"):

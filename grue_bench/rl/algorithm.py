@@ -332,11 +332,35 @@ class OnPolicyAlgorithm:
 
     def minibatches(self, rollout: Rollout) -> list[Rollout]:
         """The rollout's transitions in a random order, cut into minibatches of ``batch_size``
-        (each holds the rows of its transitions, training on those tokens only)."""
+        (each holds the rows of its transitions, training on those tokens only); with
+        ``minibatch_by: episodes``, whole rows in a random order, as many as make ``batch_size``
+        transitions (the last minibatch may hold fewer)."""
         rows, steps = torch.nonzero(rollout.loss_mask, as_tuple=True)
-        order = torch.randperm(rows.numel(), generator=self.shuffle_rng).to(rows.device)
         size = self.args.batch_size
+        if self.args.minibatch_by == "episodes":
+            picks = _whole_episodes(rows, len(rollout), size, self.shuffle_rng)
+        else:
+            order = torch.randperm(rows.numel(), generator=self.shuffle_rng)
+            picks = list(order.split(size))
         return [
-            rollout.transitions(rows[order[i : i + size]], steps[order[i : i + size]])
-            for i in range(0, rows.numel(), size)
+            rollout.transitions(rows[pick.to(rows.device)], steps[pick.to(rows.device)]) for pick in picks
         ]
+
+
+def _whole_episodes(
+    rows: torch.Tensor, n_rows: int, size: int, generator: torch.Generator
+) -> list[torch.Tensor]:
+    """Indices of the transitions (whose rows are ``rows``) in minibatches of whole rows: the rows
+    in a random order, each minibatch closed once it holds ``size`` transitions or more."""
+    members: list[list[int]] = [[] for _ in range(n_rows)]
+    for index, row in enumerate(rows.tolist()):
+        members[row].append(index)
+    picks, current = [], []
+    for row in torch.randperm(n_rows, generator=generator).tolist():
+        current += members[row]
+        if len(current) >= size:
+            picks.append(torch.tensor(current))
+            current = []
+    if current:
+        picks.append(torch.tensor(current))
+    return picks

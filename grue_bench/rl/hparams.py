@@ -87,6 +87,12 @@ class AlgArgs(Strict):
     meaning); GRPO and RLOO count episodes instead."""
     batch_size: PositiveInt = 64
     """Transitions per minibatch of the update, drawn across the rollout (GRPO, RLOO: episodes)."""
+    minibatch_by: Literal["transitions", "episodes"] = "transitions"
+    """How a minibatch is drawn: ``transitions`` at random across the rollout (RL4LMs's and
+    stable-baselines3's), or whole ``episodes`` at random until it holds ``batch_size``
+    transitions (TRL's unit). A minibatch forwards every row it draws from: random transitions
+    touch nearly every row of a rollout, so each epoch forwards the rollout once per minibatch;
+    whole episodes forward it once. GRPO and RLOO always take whole episodes."""
     micro_batch_size: PositiveInt = 16
     """Rows per forward/backward pass: a minibatch's gradient is accumulated over micro-batches,
     which bounds memory and keeps large batches cache-friendly without changing the update."""

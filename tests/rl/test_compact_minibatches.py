@@ -4,6 +4,7 @@ trained one. The update is the same as on the whole rows, to float rounding."""
 
 import random
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -110,3 +111,26 @@ def test_the_update_on_compact_minibatches_is_the_update_on_whole_rows(cls, args
     # Adam divides each gradient by its own running scale: an element whose gradient is all but 0
     # moves by a step of the learning rate's size either way, so its rounding shows in the weights
     assert torch.linalg.norm(moved - whole_moved) <= 1e-5 * torch.linalg.norm(whole_moved)
+
+
+def test_minibatches_of_whole_episodes_forward_each_row_once_an_epoch():
+    mask = torch.tensor([[1.0, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0]])
+    rollout = _rollout_with_prompts([2, 2, 2, 2, 2], mask)  # 13 transitions in 5 episodes
+    rows_forwarded = {}
+    for unit in ("episodes", "transitions"):
+        drawn = SimpleNamespace(
+            args=PPOArgs(batch_size=4, minibatch_by=unit), shuffle_rng=torch.Generator().manual_seed(0)
+        )
+        batches = PPO.minibatches(drawn, rollout)
+        counts = [int(mb.loss_mask.sum()) for mb in batches]
+        assert sum(counts) == 13
+        # the hand-made advantages number the cells: row r starts at 4r
+        rows = [[int(a) // 4 for a in mb.advantages[:, 0]] for mb in batches]
+        rows_forwarded[unit] = sum(map(len, rows))
+        if unit == "episodes":
+            order = [row for its_rows in rows for row in its_rows]
+            assert sorted(order) == [0, 1, 2, 3, 4] != order  # each once, shuffled
+            assert all(count >= 4 for count in counts[:-1])
+            for mb, its_rows in zip(batches, rows, strict=True):  # every step of its rows is trained
+                assert torch.equal(mb.loss_mask, mask[its_rows][:, : mb.loss_mask.size(1)])
+    assert rows_forwarded["transitions"] > rows_forwarded["episodes"]
