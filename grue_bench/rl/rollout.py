@@ -23,10 +23,10 @@ from grue_bench.rl.adapters import without_adapters
 from grue_bench.rl.batch import TokenBatch
 from grue_bench.rl.compiled import CompiledDecoder
 from grue_bench.rl.episodes import Episodes
-from grue_bench.rl.kv_cache import cache_keyword, returned_cache
+from grue_bench.rl.kv_cache import cache_keyword
 from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.masking import ActionMasker
-from grue_bench.rl.policy import ActorCritic, causal_position_ids, response_logits_and_hidden
+from grue_bench.rl.policy import ActorCritic, causal_prompt_pass, response_logits_and_hidden
 from grue_bench.rl.precision import FP32, Precision
 from grue_bench.rl.sampler import can_sample, sample
 
@@ -242,14 +242,7 @@ def _prompt_cache_for(lm, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, c
     first forward and so runs every prompt once per beam: the evaluation's prefill, most of
     its time on long prompts, 4 to 5 times over (NarrativeQA, ToTTo, CommonGen)."""
     with torch.no_grad():
-        out = lm(
-            input_ids=prompt_ids[:, :-1],
-            attention_mask=prompt_mask[:, :-1],
-            position_ids=causal_position_ids(prompt_mask[:, :-1]),
-            use_cache=True,
-            logits_to_keep=1,
-        )
-    cache = returned_cache(out)
+        cache, _, _ = causal_prompt_pass(lm, (prompt_ids[:, :-1], prompt_mask[:, :-1]), None, False)
     cache.batch_repeat_interleave(copies)
     return cache
 
