@@ -5,6 +5,7 @@ not a test).
     python benchmarks/bench_profile.py --precision bf16
     python benchmarks/bench_profile.py --task daily_dialog --alg nlpo --iters 3
     python benchmarks/bench_profile.py --set alg.args.minibatch_by=episodes
+    python benchmarks/bench_profile.py --precision fp16 --no-eval   # on a GPU (cuda when there is one)
 
 The run is the config ``grue run --task T --alg A --profile P`` trains, built as a run builds it
 (``runner.assemble``), for ``--iters`` iterations, without the store and the evaluations between
@@ -13,16 +14,20 @@ them; then its test evaluation (generation, then the whole metric suite). One JS
 - ``eval_generate_s``, ``eval_score_s``: the test evaluation's two parts;
 - ``update_gflop``: the matrix products of the last iteration's update, counted by torch's
   ``FlopCounterMode`` on a replay of that update from the same state (linear layers; attention's
-  products are not counted on CPU, a few percent at these lengths), and ``update_gflops``: that
+  products are not counted on CPU, a few percent at these lengths; on a GPU the replay runs them
+  as plain products, counted), and ``update_gflops``: that
   count over the update's measured seconds;
-- ``matmul_peak_gflops``: float32 and bfloat16, the best of a few products of a small model's
-  shapes at the run's threads, measured in the same process after the run; ``update_share_of_peak``:
-  the update's rate over the peak of its precision.
+- ``matmul_peak_gflops``: float32 and bfloat16 (and float16 on a GPU), the best of a few products of
+  a small model's shapes (and an 8192^3 one on a GPU) at the run's threads, measured in the same
+  process after the run, on the run's device; ``update_share_of_peak``: the update's rate over the
+  peak of its precision;
+- ``device``, and on a GPU ``peak_gpu_mib``: the most GPU memory the process held at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import time
@@ -40,7 +45,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--alg", default="ppo")
     parser.add_argument("--profile", default="small")
     parser.add_argument("--iters", type=int, default=2)
-    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-eval", action="store_true", help="leave out the test evaluation")
@@ -50,17 +55,20 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def matmul_peak_gflops(dtype, repeats: int = 8) -> float:
-    """The best rate of ``SHAPES``' products in ``dtype`` (GFLOP/s, 2mkn per product)."""
+def matmul_peak_gflops(dtype, device, repeats: int = 8) -> float:
+    """The best rate of ``SHAPES``' products in ``dtype`` on ``device`` (GFLOP/s, 2mkn per product)."""
     import torch
 
+    shapes = SHAPES + (((8192, 8192, 8192),) if device.type == "cuda" else ())
     best = 0.0
-    for m, k, n in SHAPES:
-        a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+    for m, k, n in shapes:
+        a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
         a @ b
         for _ in range(repeats):
+            torch.cuda.synchronize(device) if device.type == "cuda" else None
             started = time.perf_counter()
             a @ b
+            torch.cuda.synchronize(device) if device.type == "cuda" else None
             best = max(best, 2 * m * k * n / (time.perf_counter() - started) / 1e9)
     return best
 
@@ -85,11 +93,16 @@ class LastUpdate(Callback):
 
     def counted_gflop(self) -> float:
         """The matrix products' GFLOP of a replay of the last update."""
+        from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.utils.flop_counter import FlopCounterMode
 
         self.algorithm.load_state_dict(self.state)
         self.algorithm.policy.train(self.training)
-        with FlopCounterMode(display=False) as counter:
+        # on a GPU, attention as plain matrix products: torch's counter refuses the fused kernels'
+        # grouped-query shapes (SmolLM2's 9 query heads over 3 key heads)
+        device = next(self.algorithm.policy.parameters()).device
+        backend = sdpa_kernel(SDPBackend.MATH) if device.type == "cuda" else contextlib.nullcontext()
+        with backend, FlopCounterMode(display=False) as counter:
             self.update(self.rollout)
         return counter.get_total_flops() / 1e9
 
@@ -107,12 +120,14 @@ def main() -> None:
     overrides = [
         f"train_evaluation.n_iters={args.iters}",
         f"alg.args.bf16={args.precision == 'bf16'}",
+        f"alg.args.fp16={args.precision == 'fp16'}",
         *args.set,
     ]
     (spec,) = build_specs([args.task], [args.alg], [args.seed], args.profile, overrides=overrides)
-    config, device = spec.config, torch.device("cpu")
+    config = spec.config
     run = build_run(config, args.seed)
     algorithm = run.rl(run.base.model)
+    device = algorithm.device
     last = LastUpdate(algorithm)
     started = time.perf_counter()
     history = run.train(algorithm, [last]).history
@@ -123,6 +138,7 @@ def main() -> None:
         "profile": args.profile,
         "precision": args.precision,
         "threads": args.threads,
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "overrides": args.set,
         "train_s": round(train_s, 2),
     }
@@ -143,7 +159,12 @@ def main() -> None:
         )
     gflop = last.counted_gflop()
     rate = gflop / history[-1]["time/update_s"]
-    peaks = {"fp32": matmul_peak_gflops(torch.float32), "bf16": matmul_peak_gflops(torch.bfloat16)}
+    if device.type == "cuda":
+        figures["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated(device) / 2**20)
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    if device.type == "cuda":
+        dtypes["fp16"] = torch.float16
+    peaks = {name: matmul_peak_gflops(dtype, device) for name, dtype in dtypes.items()}
     figures.update(
         update_gflop=round(gflop, 1),
         update_gflops=round(rate, 1),
