@@ -1,0 +1,72 @@
+"""Attention for decoding on a CPU: one query position attends through the key/value heads.
+
+In a decoding step each of a grouped-query model's query heads (SmolLM2-135M: 9 over 3 key/value
+heads) attends over the whole cache with one query. transformers' ``sdpa`` attention hands such a
+step to torch's ``enable_gqa`` kernel when the batch needs no mask (no padding), and on a CPU that
+kernel is slow in bfloat16: 4.4 ms against 0.8 ms for 50 rows over 96 cached positions (one
+thread; benchmarks/README.md). Packing the query heads of each key/value head as that many query
+positions (``[B, 9, 1, D]`` as ``[B, 3, 3, D]``) runs the same products without copying the cache;
+it is the arithmetic of plain ``sdpa`` to float rounding. Every other call (prefill, training, a
+GPU, a model without grouped heads) is ``sdpa``'s own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+logger = logging.getLogger(__name__)
+
+NAME = "grue_sdpa"
+"""The attention implementation's name in transformers' registry."""
+
+SDPA_ONLY = ("softcap", "position_bias", "sliding_window", "s_aux", "output_attentions")
+"""Keyword arguments that change what attention computes: a call that sets one is ``sdpa``'s."""
+
+
+def packed_decode_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """``sdpa`` attention, but a single query position on a CPU attends through the key/value
+    heads (query ``[B, H, 1, D]``, key and value ``[B, H_kv, L, D]``; returns ``[B, 1, H, D]``)."""
+    batch, heads, positions, dim = query.shape
+    groups = heads // key.shape[1]
+    shared_mask = attention_mask is None or attention_mask.shape[1] == 1
+    special = any(kwargs.get(name) for name in SDPA_ONLY)
+    if positions != 1 or groups == 1 or query.device.type != "cpu" or not shared_mask or special:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
+    mask = None if attention_mask is None else attention_mask[:, :, :, : key.shape[-2]]
+    packed = query.reshape(batch, heads // groups, groups, dim)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        packed, key, value, attn_mask=mask, dropout_p=dropout if module.training else 0.0, scale=scaling
+    )
+    return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous(), None
+
+
+def _register() -> bool:
+    """Register ``NAME`` with ``sdpa``'s masks; False where this transformers has no registry."""
+    try:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+    except ImportError:
+        return False
+    AttentionInterface.register(NAME, packed_decode_attention)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)
+    return True
+
+
+def use_packed_decode_attention(model: torch.nn.Module) -> None:
+    """Switch ``model`` from ``sdpa`` to ``packed_decode_attention`` (other implementations stay)."""
+    config = getattr(model, "config", None)
+    if getattr(config, "_attn_implementation", None) != "sdpa" or not _register():
+        return
+    model.set_attn_implementation(NAME)

@@ -1,0 +1,83 @@
+"""Decoding attention through the key/value heads (models/attention.py): the numbers of ``sdpa``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+from grue_bench.models import attention
+from grue_bench.models.attention import NAME, use_packed_decode_attention
+
+
+def grouped_llama() -> LlamaForCausalLM:
+    """A random Llama with SmolLM2's grouping: 3 query heads per key/value head."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=97,
+        hidden_size=48,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        attn_implementation="sdpa",
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+def prompts(padded: bool) -> dict[str, torch.Tensor]:
+    """Two prompts, left-padded to one width (``padded``) or of equal length (no mask needed)."""
+    ids = torch.tensor([[5, 17, 33, 2, 8, 41], [0, 0, 9, 12, 70, 3]])
+    mask = torch.ones_like(ids)
+    if padded:
+        mask[1, :2] = 0
+    else:
+        ids[1, :2] = torch.tensor([4, 6])
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def decode(model, batch, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy or beam tokens and the scores of each decoding step."""
+    with torch.no_grad():
+        settings = {"max_new_tokens": 8, "pad_token_id": 0, "output_scores": True, **kwargs}
+        out = model.generate(**batch, return_dict_in_generate=True, **settings)
+    return out.sequences, torch.stack(out.scores)
+
+
+@pytest.mark.parametrize("padded", [True, False])
+@pytest.mark.parametrize("beams", [1, 3])
+def test_decoding_gives_sdpa_numbers(padded: bool, beams: int) -> None:
+    model, batch = grouped_llama(), prompts(padded)
+    sequences, scores = decode(model, batch, do_sample=False, num_beams=beams)
+    use_packed_decode_attention(model)
+    assert model.config._attn_implementation == NAME
+    packed_sequences, packed_scores = decode(model, batch, do_sample=False, num_beams=beams)
+    assert torch.equal(sequences, packed_sequences)
+    assert torch.allclose(scores, packed_scores, atol=1e-5, rtol=1e-5)
+
+
+def test_decoding_steps_take_the_packed_path_and_prefill_stays_sdpa(monkeypatch) -> None:
+    model, batch = grouped_llama(), prompts(padded=False)
+    use_packed_decode_attention(model)
+    sdpa_calls, sdpa = [], attention.sdpa_attention_forward
+    counted = lambda *args, **kwargs: sdpa_calls.append(1) or sdpa(*args, **kwargs)  # noqa: E731
+    monkeypatch.setattr(attention, "sdpa_attention_forward", counted)
+    decode(model, batch, do_sample=False)
+    assert len(sdpa_calls) == 2  # the prompt's pass, once per layer; the 7 decoding steps are packed
+
+
+def test_bf16_decoding_close_to_sdpa() -> None:
+    model, batch = grouped_llama(), prompts(padded=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, scores = decode(model, batch, do_sample=False)
+        use_packed_decode_attention(model)
+        _, packed_scores = decode(model, batch, do_sample=False)
+    assert torch.allclose(scores, packed_scores, atol=0.05)
+
+
+def test_other_attention_implementations_are_left_alone() -> None:
+    config = GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, attn_implementation="eager")
+    eager = GPT2LMHeadModel(config)
+    use_packed_decode_attention(eager)
+    assert eager.config._attn_implementation == "eager"
