@@ -40,9 +40,7 @@ def packed_decode_attention(
     heads (query ``[B, H, 1, D]``, key and value ``[B, H_kv, L, D]``; returns ``[B, 1, H, D]``)."""
     batch, heads, positions, dim = query.shape
     groups = heads // key.shape[1]
-    shared_mask = attention_mask is None or attention_mask.shape[1] == 1
-    special = any(kwargs.get(name) for name in SDPA_ONLY)
-    if positions != 1 or groups == 1 or query.device.type != "cpu" or not shared_mask or special:
+    if positions != 1 or groups == 1 or query.device.type != "cpu" or not _plain(attention_mask, kwargs):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     mask = None if attention_mask is None else attention_mask[:, :, :, : key.shape[-2]]
     packed = query.reshape(batch, heads // groups, groups, dim)
@@ -50,6 +48,14 @@ def packed_decode_attention(
         packed, key, value, attn_mask=mask, dropout_p=dropout if module.training else 0.0, scale=scaling
     )
     return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous(), None
+
+
+def _plain(attention_mask: torch.Tensor | None, kwargs: dict) -> bool:
+    """Whether the call is plain attention: one mask for all heads and none of ``SDPA_ONLY`` set
+    (a value may be a tensor, as T5's position bias: compared with None and False, not truth-tested)."""
+    if attention_mask is not None and attention_mask.shape[1] != 1:
+        return False
+    return all(kwargs.get(name) is None or kwargs.get(name) is False for name in SDPA_ONLY)
 
 
 def _register() -> bool:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    T5Config,
+    T5ForConditionalGeneration,
+)
 
 from grue_bench.models import attention
 from grue_bench.models.attention import NAME, use_packed_decode_attention
@@ -81,3 +88,16 @@ def test_other_attention_implementations_are_left_alone() -> None:
     eager = GPT2LMHeadModel(config)
     use_packed_decode_attention(eager)
     assert eager.config._attn_implementation == "eager"
+
+
+def test_a_seq2seq_model_decodes_as_before() -> None:
+    """T5 hands its position bias (a tensor) to the attention: its calls stay ``sdpa``'s."""
+    torch.manual_seed(0)
+    config = T5Config(
+        vocab_size=97, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, decoder_start_token_id=0
+    )
+    model, batch = T5ForConditionalGeneration(config).eval(), prompts(padded=True)
+    sequences, scores = decode(model, batch, do_sample=False, num_beams=2)
+    use_packed_decode_attention(model)
+    packed_sequences, packed_scores = decode(model, batch, do_sample=False, num_beams=2)
+    assert torch.equal(sequences, packed_sequences) and torch.equal(scores, packed_scores)
