@@ -20,7 +20,7 @@ from grue_bench.scoring import sample_values, score
 from grue_bench.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL_STORES = REPO / "baselines" / "stores" / "small"
+SMALL_STORES = REPO / "baselines" / "stores" / "small-v1"
 
 HYPOTHESES = ["the cat sat on the mat", "a dog ran home", "hello there world", "ich bin ein berliner"]
 REFERENCES = [["the cat is on the mat"], ["the dog runs home"], ["hello world"], ["ich bin ein Berliner"]]
