@@ -59,16 +59,20 @@ def matmul_peak_gflops(dtype, device, repeats: int = 8) -> float:
     """The best rate of ``SHAPES``' products in ``dtype`` on ``device`` (GFLOP/s, 2mkn per product)."""
     import torch
 
+    def synchronize() -> None:  # a GPU's product runs asynchronously: time it to its end
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
     shapes = SHAPES + (((8192, 8192, 8192),) if device.type == "cuda" else ())
     best = 0.0
     for m, k, n in shapes:
         a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
         a @ b
         for _ in range(repeats):
-            torch.cuda.synchronize(device) if device.type == "cuda" else None
+            synchronize()
             started = time.perf_counter()
             a @ b
-            torch.cuda.synchronize(device) if device.type == "cuda" else None
+            synchronize()
             best = max(best, 2 * m * k * n / (time.perf_counter() - started) / 1e9)
     return best
 

@@ -61,7 +61,7 @@ PY
     $bench --precision "$precision" $evaluate | tee -a "$out/figures.jsonl"
     evaluate=--no-eval
   done
-  # killed during its fourth iteration (after three checkpoints), then resumed to its end
+  # killed during its fifth iteration (after four checkpoints), then resumed to its end
   local grue="python3 -m grue_bench run --task imdb --alg ppo --profile $profile --seeds 1 --precision bf16
     --store $out/resume.sqlite --output-dir /tmp/grue_runs --jobs 1 --set train_evaluation.n_iters=6 --set train_evaluation.save_every=1 --set train_evaluation.eval_every=100"
   $grue > "$out/first.log" 2>&1 &

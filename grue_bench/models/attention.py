@@ -12,12 +12,8 @@ GPU, a model without grouped heads) is ``sdpa``'s own.
 
 from __future__ import annotations
 
-import logging
-
 import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-logger = logging.getLogger(__name__)
 
 NAME = "grue_sdpa"
 """The attention implementation's name in transformers' registry."""
