@@ -7,7 +7,6 @@ import torch
 from transformers import (
     GPT2Config,
     GPT2LMHeadModel,
-    LlamaConfig,
     LlamaForCausalLM,
     T5Config,
     T5ForConditionalGeneration,
@@ -15,27 +14,17 @@ from transformers import (
 
 from grue_bench.models import attention
 from grue_bench.models.attention import NAME, use_packed_decode_attention
+from tests.rl.tiny_lm import tiny_llama
 
 
 def grouped_llama() -> LlamaForCausalLM:
-    """A random Llama with SmolLM2's grouping: 3 query heads per key/value head."""
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=97,
-        hidden_size=48,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=6,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        attn_implementation="sdpa",
-    )
-    return LlamaForCausalLM(config).eval()
+    """The shared tiny Llama, 2 query heads per key/value head, in eval mode."""
+    return tiny_llama().eval()
 
 
 def prompts(padded: bool) -> dict[str, torch.Tensor]:
     """Two prompts, left-padded to one width (``padded``) or of equal length (no mask needed)."""
-    ids = torch.tensor([[5, 17, 33, 2, 8, 41], [0, 0, 9, 12, 70, 3]])
+    ids = torch.tensor([[5, 17, 33, 2, 8, 31], [0, 0, 9, 12, 37, 3]])
     mask = torch.ones_like(ids)
     if padded:
         mask[1, :2] = 0
@@ -94,7 +83,7 @@ def test_a_seq2seq_model_decodes_as_before() -> None:
     """T5 hands its position bias (a tensor) to the attention: its calls stay ``sdpa``'s."""
     torch.manual_seed(0)
     config = T5Config(
-        vocab_size=97, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, decoder_start_token_id=0
+        vocab_size=40, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, decoder_start_token_id=0
     )
     model, batch = T5ForConditionalGeneration(config).eval(), prompts(padded=True)
     sequences, scores = decode(model, batch, do_sample=False, num_beams=2)
