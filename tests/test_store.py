@@ -271,7 +271,8 @@ def test_start_resume_finish_and_force(store: Store):
 
     resumed = start(store)  # a failed run is queued again, to resume from its checkpoint with its rows
     assert resumed.id == run.id and resumed.status == "queued"
-    assert resumed.error is None and resumed.finished_at is None and resumed.duration_s is None
+    assert resumed.error is None and resumed.finished_at is None
+    assert resumed.duration_s == failed.duration_s  # the failed attempt's time is kept
     assert resumed.last_checkpoint_iteration == 4 and resumed.started_at == run.started_at
     assert count(store, "metrics", run.id) == 1
     assert start(store).id == run.id  # a queued one too
@@ -291,6 +292,26 @@ def test_start_resume_finish_and_force(store: Store):
     assert forced.last_checkpoint_iteration is None and forced.finished_at is None
     assert count(store, "metrics", run.id) == 0 and count(store, "generations", run.id) == 0
     assert len(store.runs()) == 1
+
+
+def test_a_resumed_run_s_duration_adds_every_attempt(store: Store):
+    run = start(store)
+    store.mark_executing(run.id)
+    started = datetime.fromisoformat(store.get_run(run.key).started_at)
+    store.db["runs"].update(run.id, {"duration_s": 40.0})  # earlier attempts ran 40 s
+    # this attempt's process dies 100 s in, after its last heartbeat
+    last_beat = store_schema.timestamp(started + timedelta(seconds=100))
+    store.db["runs"].update(run.id, {"heartbeat_at": last_beat})
+    resumed = start(store)
+    assert resumed.status == "queued" and resumed.duration_s == pytest.approx(140.0)
+    store.mark_executing(run.id)
+    store.fail_run(run.id, "killed")  # a failed attempt adds its own time
+    failed = store.get_run(run.key)
+    assert 140.0 <= failed.duration_s < 150.0
+    assert start(store).duration_s == failed.duration_s
+    store.mark_executing(run.id)
+    store.finish_run(run.id)
+    assert failed.duration_s <= store.get_run(run.key).duration_s < failed.duration_s + 10.0
 
 
 def test_a_submission_finishes_as_submitted(store: Store):

@@ -7,7 +7,8 @@ marked finished together with its final rows, in one transaction.
 
 ``start_run`` on a key already stored returns a run another live process holds unchanged (the
 caller leaves it to that process, even with ``force=True``), queues a 'queued', 'running' (its
-process died) or 'failed' run again for a resume (its rows, provenance and checkpoint are kept),
+process died) or 'failed' run again for a resume (its rows, provenance, checkpoint and the time
+its attempts ran are kept: a finished run's duration is that of all its attempts),
 returns a finished one unchanged (the caller skips it), and with ``force=True`` deletes the run's
 metrics and generations and starts it afresh.
 """
@@ -58,6 +59,7 @@ class RunRecord:
     started_at: str
     finished_at: str | None
     duration_s: float | None
+    """Seconds its attempts ran: all of them once it has ended; the earlier ones while it runs again."""
     error: str | None
     output_dir: str | None
     last_checkpoint_iteration: int | None
@@ -180,8 +182,10 @@ class RunsTable:
                 log.info("run %s is %s: skipped", key[:10], existing["status"])
                 return RunRecord.from_row(existing)
             else:
-                # Resume: keep the provenance and the checkpoint; started_at is reset when it executes.
-                resumed = {"status": "queued", "error": None, "finished_at": None, "duration_s": None}
+                # Resume: keep the provenance, the checkpoint and the time spent so far (the run's
+                # duration adds this attempt's when it ends); started_at is reset when it executes.
+                spent = _time_spent(existing)
+                resumed = {"status": "queued", "error": None, "finished_at": None, "duration_s": spent}
                 self.db["runs"].update(existing["id"], {**resumed, **claim})
                 _log_takeover(existing)
                 log.info(
@@ -288,7 +292,8 @@ class RunsTable:
 
     def _set_status(self, row: Mapping[str, Any], status: str, error: str | None = None) -> None:
         finished = datetime.now(timezone.utc)
-        duration = (finished - datetime.fromisoformat(row["started_at"])).total_seconds()
+        attempt = (finished - datetime.fromisoformat(row["started_at"])).total_seconds()
+        duration = (row["duration_s"] or 0.0) + attempt  # with the earlier attempts' of a resumed run
         changes = {
             "status": status,
             "error": error,
@@ -297,6 +302,17 @@ class RunsTable:
             **NO_OWNER,  # an ended run is no process's: a later start may take it up
         }
         self.db["runs"].update(row["id"], changes)
+
+
+def _time_spent(row: Mapping[str, Any]) -> float | None:
+    """The seconds a run's attempts so far ran, for its resume: a failed attempt recorded its own
+    (with the earlier ones); one whose process died ran until its last heartbeat (``HEARTBEAT_S``
+    apart, so up to that much is missed); one never executed ran none."""
+    spent = row["duration_s"] or 0.0
+    if row["status"] == "running" and row["heartbeat_at"]:
+        span = datetime.fromisoformat(row["heartbeat_at"]) - datetime.fromisoformat(row["started_at"])
+        spent += max(span.total_seconds(), 0.0)
+    return spent or None
 
 
 def _live_holder(row: Mapping[str, Any]) -> Owner | None:
