@@ -290,7 +290,7 @@ def _profile_section(
     key = slug(profile)
     runs = [run for run in data.runs if run.profile == profile]
     profile_tasks = [task for task in tasks if any(run.task == task.id for run in runs)]
-    section = Section(f"profile-{key}", f"Profile: {profile}")
+    section = Section(f"profile-{key}", f"Profile: {profile}", paragraphs=_profile_notes(profile))
     board = pages.leaderboard_table(profile_tasks, found, runs, schema, table_id=f"leaderboard-{key}")
     board.exports = write_table(_headline_summary(profile_tasks, found), out, f"leaderboard-{key}") + [
         (f"overall {label}", href) for label, href in write_table(found.overall, out, f"overall-{key}")
@@ -329,6 +329,11 @@ def _ratings_overview(tasks: list[TaskInfo], ratings: pd.DataFrame) -> Section:
         if not rows.empty:
             section.tables.append(pages.ratings_table(rows, f"ratings-{slug(task.id)}", task.name))
     return section
+
+
+def _profile_notes(profile: str) -> list[str]:
+    """What a profile's section says first: a smoke profile, that its numbers are no evidence."""
+    return [evidence.SMOKE_NOTE] if profile in evidence.SMOKE_PROFILES else []
 
 
 def _overview_notices(data: StoreData, results: Results, tasks: list[TaskInfo]) -> list[str]:
@@ -463,7 +468,7 @@ def _task_profile_section(
     metric_keys = _ordered_metrics(summary["metric"].unique().tolist(), task)
     own = [m for m in metric_keys if not schema.metric(m).naturalness]
     natural = [m for m in metric_keys if schema.metric(m).naturalness]
-    section = Section(f"profile-{key}", f"Profile: {profile}")
+    section = Section(f"profile-{key}", f"Profile: {profile}", paragraphs=_profile_notes(profile))
     if task.headline is not None:
         spec = schema.metric(task.headline.metric)
         section.paragraphs.append(f"Headline metric: {spec.display}{pages.arrow(spec.higher_is_better)}.")

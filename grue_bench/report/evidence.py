@@ -167,6 +167,13 @@ def difference(a: Row, b: Row) -> Interval:
     return seed_difference_interval(a.seed_values, b.seed_values)
 
 
+SMOKE_PROFILES = ("tiny",)
+"""Profiles that check the machinery runs, not what a method does: shown, never evidence."""
+SMOKE_NOTE = (
+    "A smoke profile: tiny models built from config check that every task, algorithm and metric runs "
+    "end to end. Its numbers are no evidence about any method or about the paper's claims."
+)
+
 INTERNAL_COLUMNS = ["se", "df"]
 """Columns of ``improvement_table`` that only ``average_improvement`` reads (not exported)."""
 IMPROVEMENT_COLUMNS = [

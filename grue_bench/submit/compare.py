@@ -31,6 +31,8 @@ from grue_bench.errors import GrueError
 from grue_bench.report.aggregate import Headline
 from grue_bench.report.collapse import output_stats
 from grue_bench.report.evidence import (
+    SMOKE_NOTE,
+    SMOKE_PROFILES,
     ReferenceRow,
     Row,
     best_floor_row,
@@ -64,8 +66,6 @@ STEPS = (
     ("supervised+nlpo", "nlpo"),
 )
 """The paper's ordering, step by step: each row against the one it builds on."""
-SMOKE_PROFILES = ("tiny",)
-"""Profiles that check the machinery runs, not what the paper measured: no paper column, no count."""
 FLUENCY = "fluency_metrics/perplexity"
 FLUENCY_TOLERANCE = 0.10
 
@@ -278,12 +278,7 @@ def render_markdown(profile: str, comparisons: Sequence[TaskComparison]) -> str:
     lines = [f"## Profile `{profile}`", ""]
     tasks = ", ".join(c.task for c in comparisons)
     if profile in SMOKE_PROFILES:
-        lines += [
-            f"A smoke profile ({tasks}): tiny models built from config check that every task, "
-            "algorithm and metric runs end to end. Its numbers are no evidence about the paper's "
-            "claims: no paper column, and no step is counted.",
-            "",
-        ]
+        lines += [f"{SMOKE_NOTE} Tasks: {tasks}; no paper column, and no step is counted.", ""]
     else:
         counts = {word: 0 for word in ("agrees", "unresolved", "disagrees")}
         steps = [s for c in comparisons for s in c.steps]

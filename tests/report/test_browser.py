@@ -120,6 +120,11 @@ def test_each_profile_has_its_section_with_floor_rows_and_collapse_marks(
         "Array.from(document.querySelectorAll('section h2')).map(h => h.textContent.trim())"
     )
     assert headings[:2] == ["Profile: small", "Profile: tiny"]
+    smoke = browser.js(
+        "Array.from(document.querySelectorAll('section')).filter(s => s.querySelector('h2') "
+        "&& s.innerText.includes('A smoke profile')).map(s => s.querySelector('h2').textContent.trim())"
+    )
+    assert smoke == ["Profile: tiny"]  # labelled: its numbers are no evidence
     for profile in ("small", "tiny"):
         names = column(browser, f"leaderboard-{profile}", "Algorithm", text=True)
         assert names[-3:] == ["floor:copy", "floor:empty", "ceiling:human"], names
