@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,18 @@ def test_grue_runs_flags_a_collapsed_run_with_its_reason(tmp_path: Path, capsys)
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[7] == "-"  # not flagged
     assert "67% empty outputs" in lines[2] and "length 0.17× the references'" in lines[2]
+
+
+def test_reading_a_sealed_store_leaves_it_as_it_is(tmp_path: Path, capsys):
+    path = tmp_path / "grue.db"
+    with Store(path) as store:
+        store.finish_run(start(store, seed=0).id)
+    sqlite3.connect(path).execute("PRAGMA journal_mode = DELETE").close()  # one file, as committed
+    sealed = path.read_bytes()
+    assert main(["runs", "--store", str(path)]) == 0
+    assert "finished" in capsys.readouterr().out
+    assert path.read_bytes() == sealed  # still in DELETE mode: a WAL switch rewrites the header
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grue.db"]  # no -wal or -shm beside it
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [(None, "-"), (4.25, "4.2s"), (125, "2m05s"), (7380, "2h03m")])

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
             "store not found", source=str(args.store), fix="give --store, or run `grue run` first"
         )
 
-    with Store(args.store) as store:
+    with Store(args.store, reader=True) as store:
         records = store.runs(task=args.task, alg=args.alg, status=args.status)
         flags = {}
         for record in records:

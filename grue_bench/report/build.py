@@ -52,7 +52,7 @@ def build_report(
         raise GrueError(
             "results store not found", source=str(store_path), fix="give --store, or run `grue run` first"
         )
-    with Store(store_path) as store:
+    with Store(store_path, reader=True) as store:
         data = read_store(store)
         if not data.runs:
             raise GrueError(

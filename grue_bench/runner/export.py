@@ -88,7 +88,7 @@ def export_model(store_path: Path, key: str, out: Path) -> Path:
             key="--out",
             fix="give a new folder, or remove this one",
         )
-    with Store(store_path) as store:
+    with Store(store_path, reader=True) as store:
         record = find_run(store, key)
         folder = model_folder(record)
         metrics = final_test_metrics(store, record)

@@ -16,9 +16,11 @@ from grue_bench.store.schema import open_database, transaction
 class Store(RunsTable, RowTables, CrowdTables):
     """A results store file; safe to open from several processes at once."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0):
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0, reader: bool = False):
+        """``reader``: opened to read, by a command that writes no run (it keeps the file's journal
+        mode, so a committed store stays unchanged); writers switch it to WAL."""
         self.path = Path(path)
-        self.db = open_database(self.path, busy_timeout_s=busy_timeout_s)
+        self.db = open_database(self.path, busy_timeout_s=busy_timeout_s, wal=not reader)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"

@@ -1,8 +1,10 @@
 """The store's tables, their migrations, opening the file and its write transactions.
 
 One SQLite file, opened through sqlite-utils in WAL mode with a busy timeout, so several processes
-can write to it at once. Every write is one ``BEGIN IMMEDIATE`` transaction. A store written by an
-older schema version is migrated on open, one step at a time, in one transaction.
+can write to it at once; a command that only reads it leaves its journal mode as it is (a store
+sealed as one file, ``PRAGMA journal_mode = DELETE``, stays byte for byte the same). Every write is
+one ``BEGIN IMMEDIATE`` transaction. A store written by an older schema version is migrated on
+open, one step at a time, in one transaction.
 """
 
 from __future__ import annotations
@@ -218,8 +220,9 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {
 _OLD_RELEASE_FIX = "open it with the GRUE Bench release that wrote it, or start a new store file"
 
 
-def open_database(path: Path, *, busy_timeout_s: float) -> Database:
-    """Open (creating or migrating) the store file at ``path``; a GrueError says why it cannot."""
+def open_database(path: Path, *, busy_timeout_s: float, wal: bool = True) -> Database:
+    """Open (creating or migrating) the store file at ``path``, switched to WAL mode if ``wal``
+    (for writers: another process may write at the same time); a GrueError says why it cannot."""
     if path.is_dir():
         raise GrueError(
             "is a directory, not a results store file",
@@ -235,7 +238,8 @@ def open_database(path: Path, *, busy_timeout_s: float) -> Database:
     conn = sqlite3.connect(path, timeout=busy_timeout_s)
     try:
         db = Database(conn)
-        _enable_wal(db, busy_timeout_s)
+        if wal:
+            _enable_wal(db, busy_timeout_s)
         _open_schema(db, path)  # foreign keys still off (SQLite's default): a migration may rebuild a table
         db.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as error:

@@ -71,7 +71,7 @@ def package(request: PackageRequest) -> Path:
         raise GrueError("already exists", source=str(target), fix="pass --force to replace it")
     if not request.store.is_file():
         raise GrueError("results store not found", source=str(request.store), fix="give --store PATH")
-    with Store(request.store) as store:
+    with Store(request.store, reader=True) as store:
         runs = select_runs(store, request)
         packaged = [_collect(store, run, request.stage) for run in runs]
     metadata = _metadata(request, packaged)
