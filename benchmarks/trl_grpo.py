@@ -7,12 +7,13 @@ by hand, in an environment with TRL, which GRUE Bench does not depend on).
         --prompts prompts.txt   # the 16 openings bench_small.py writes (one per line)
 
 The workload: 4 prompts x 4 answers a step, 32 new tokens (none ends earlier: ``min_new_tokens``),
-sampled at temperature 1 with no top-k, one pass (``num_iterations`` 1), no KL term (``beta`` 0:
-no reference model), a constant learning rate of 1e-6, no gradient checkpointing (TRL's default
-recomputes the forward pass in the backward one), float32, 2 threads, seed 0, 10 steps; the reward counts
-the increasing run of numbers in a completion, as ``bench_rewards.increasing_numbers`` (its value
-does not change the time). Prints one JSON line (``trl_timing``): ``sec_per_iter_median`` (the
-steps after the first, end to end: generation included), every step's seconds and ``peak_rss_mb``.
+sampled at temperature 1 with no top-k, one pass (``num_iterations`` 1), no KL term (``beta`` 0: no
+reference model), a constant learning rate of 1e-6, no gradient checkpointing (TRL's default
+recomputes the forward pass in the backward one), float32 (``--bf16``: TRL's bf16), 2 threads, seed
+0, 10 steps; the reward counts the increasing run of numbers in a completion, as
+``bench_rewards.increasing_numbers`` (its value does not change the time). Prints one JSON line
+(``trl_timing``): ``sec_per_iter_median`` (the steps after the first, end to end: generation
+included), every step's seconds and ``peak_rss_mb``.
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ hand, in an environment with TRL 1.12, the last release with PPO, which GRUE Ben
 
 The workload: 16 episodes an iteration, 32 new tokens sampled at temperature 1 with no top-k, 4
 epochs of one minibatch, KL coefficient 0.05, a constant learning rate of 1e-6, no gradient
-checkpointing, float32, 2 threads, seed 0, 7 iterations. TRL's PPO needs what GRUE Bench's does
-not: a reward model and a value model of their own; both are SmolLM2-135M with a fresh one-output
-head (its reward is meaningless, its cost is TRL's), and a separate reference copy. Generation
-stops at an EOS (TRL's PPO has no minimum length; with a pretrained LM and these openings few
-episodes end early). Prints one JSON line: ``sec_per_iter_median`` (the iterations after the
-first), every iteration's seconds and ``peak_rss_mb``.
+checkpointing, float32 (``--bf16``: TRL's bf16), 2 threads, seed 0, 7 iterations. TRL's PPO needs
+what GRUE Bench's does not: a reward model and a value model of their own; both are SmolLM2-135M
+with a fresh one-output head (its reward is meaningless, its cost is TRL's), and a separate
+reference copy. Generation stops at an EOS (TRL's PPO has no minimum length; with a pretrained LM
+and these openings few episodes end early). Prints one JSON line: ``sec_per_iter_median`` (the
+iterations after the first), every iteration's seconds and ``peak_rss_mb``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--prompts", type=Path, required=True)
     parser.add_argument("--iters", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--bf16", action="store_true", help="TRL's bf16: autocast over float32 weights")
     args = parser.parse_args()
 
     import torch
@@ -74,6 +75,7 @@ def main() -> None:
         save_strategy="no",
         report_to="none",
         use_cpu=True,
+        bf16=args.bf16,
         seed=0,
     )
     encoded = tokenizer(prompts * args.iters)
