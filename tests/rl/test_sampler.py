@@ -271,3 +271,31 @@ def test_a_static_cache_too_small_for_prompt_and_response_is_refused_before_samp
     ids, mask = encode_prompts(tokenizer, ["1 2 3 4 5"], _settings(), "causal", "cpu")
     with pytest.raises(ValueError, match="5 prompt \\+ 6 new tokens do not fit a static cache of 10"):
         sample(lm, "causal", ids, mask, {"do_sample": True}, 6, [1], 0, compiled=CompiledDecoder(lm, 10))
+
+
+def test_sampling_in_bf16_casts_each_trained_weight_once_not_at_every_step():
+    """Under inference mode autocast keeps no cast of a trained weight: the sampler runs under
+    no_grad, so a bf16 rollout casts the policy's weights once per autocast region."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    tokenizer, lm = _models("causal")
+    weights = {p.data_ptr() for p in lm.parameters() if p.dim() == 2}
+
+    class WeightCasts(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.casts = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            cast = func.overloadpacket in (torch.ops.aten._to_copy, torch.ops.aten.to)
+            if cast and args[0].data_ptr() in weights:  # inference mode dispatches to(), not _to_copy
+                self.casts += 1
+            return func(*args, **(kwargs or {}))
+
+    ids, mask = encode_prompts(tokenizer, PROMPTS, _settings(), "causal", "cpu")
+    steps = 6
+    with torch.autocast("cpu", dtype=torch.bfloat16), WeightCasts() as counted:
+        kwargs = {"do_sample": True, "min_new_tokens": steps}
+        tokens = sample(lm, "causal", ids, mask, kwargs, steps, [1], 0).tokens
+    assert tokens.size(1) == steps  # every step ran
+    assert 0 < counted.casts <= len(weights)  # at most once each (tied weights share one), not per step
