@@ -45,14 +45,15 @@ def load_base_lm(
     For ``tiny``, ``corpus`` gives the pretraining texts (a task's: ``datapools.task_corpus``) and
     ``corpus_id`` names them in the cache. The tokenizer options are the config's
     ``tokenizer`` keys (see ``configure_tokenizer``); a side left None keeps the source's. A
-    model on ``sdpa`` attention decodes on a CPU through its key/value heads (``attention.py``).
+    model on ``sdpa`` attention decodes on a CPU through its key/value heads and trains its bf16
+    attention in float32 there (``attention.py``).
     """
     base = _load_source(model_type, profile, model_name, corpus, corpus_id, seed)
     configure_tokenizer(base.tokenizer, pad_token_as_eos_token, padding_side, truncation_side)
     # start-up time: torch and transformers load when a model is loaded, not with this module
-    from grue_bench.models.attention import use_packed_decode_attention
+    from grue_bench.models.attention import use_cpu_attention
 
-    use_packed_decode_attention(base.model)
+    use_cpu_attention(base.model)
     return base
 
 

@@ -1,13 +1,22 @@
-"""Attention for decoding on a CPU: one query position attends through the key/value heads.
+"""Attention on a CPU where torch's ``sdpa`` kernels are slow in bfloat16: decoding steps and
+training passes.
 
-In a decoding step each of a grouped-query model's query heads (SmolLM2-135M: 9 over 3 key/value
+Decoding: in a decoding step each of a grouped-query model's query heads (SmolLM2-135M: 9 over 3 key/value
 heads) attends over the whole cache with one query. transformers' ``sdpa`` attention hands such a
 step to torch's ``enable_gqa`` kernel when the batch needs no mask (no padding), and on a CPU that
 kernel is slow in bfloat16: 4.4 ms against 0.8 ms for 50 rows over 96 cached positions (one
 thread; benchmarks/README.md). Packing the query heads of each key/value head as that many query
 positions (``[B, 9, 1, D]`` as ``[B, 3, 3, D]``) runs the same products without copying the cache;
-it is the arithmetic of plain ``sdpa`` to float rounding. Every other call (prefill, training, a
-GPU, a model without grouped heads) is ``sdpa``'s own.
+it is the arithmetic of plain ``sdpa`` to float rounding.
+
+Training: a pass that will be differentiated (grad enabled, a query that requires it) in bfloat16
+runs its attention in float32, the output cast back: torch's CPU flash-attention backward is 2-5x
+slower in bfloat16 than in float32 at the update's shapes (one thread, forward and backward, ms:
+16 rows x 38 positions 47 against 9; 2 x 96, IMDB's minibatch, 5.7 against 2.7; equal from a few
+hundred positions). The products are float32's, so this is bf16's arithmetic made more precise,
+not changed in kind.
+
+Every other call (prefill and scoring passes, a GPU, float32) is ``sdpa``'s own.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ SDPA_ONLY = ("softcap", "position_bias", "sliding_window", "s_aux", "output_atte
 """Keyword arguments that change what attention computes: a call that sets one is ``sdpa``'s."""
 
 
-def packed_decode_attention(
+def cpu_attention(
     module: torch.nn.Module,
     query: torch.Tensor,
     key: torch.Tensor,
@@ -32,8 +41,11 @@ def packed_decode_attention(
     scaling: float | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
-    """``sdpa`` attention, but a single query position on a CPU attends through the key/value
-    heads (query ``[B, H, 1, D]``, key and value ``[B, H_kv, L, D]``; returns ``[B, 1, H, D]``)."""
+    """``sdpa`` attention, but on a CPU a single query position attends through the key/value
+    heads (query ``[B, H, 1, D]``, key and value ``[B, H_kv, L, D]``; returns ``[B, 1, H, D]``),
+    and a bfloat16 pass that will be differentiated attends in float32."""
+    if query.device.type == "cpu" and query.requires_grad and _in_bf16(query):
+        return _in_float32(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     batch, heads, positions, dim = query.shape
     groups = heads // key.shape[1]
     if positions != 1 or groups == 1 or query.device.type != "cpu" or not _plain(attention_mask, kwargs):
@@ -44,6 +56,25 @@ def packed_decode_attention(
         packed, key, value, attn_mask=mask, dropout_p=dropout if module.training else 0.0, scale=scaling
     )
     return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous(), None
+
+
+def _in_bf16(query: torch.Tensor) -> bool:
+    """Whether ``sdpa`` would attend in bfloat16: a bf16 query, or bf16 autocast (which casts a
+    float32 query, as Llama's rotary embedding makes it, down)."""
+    autocast = torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    return query.dtype == torch.bfloat16 or autocast
+
+
+def _in_float32(module, query, key, value, attention_mask, dropout, scaling, **kwargs):
+    """``sdpa``'s attention over float32 copies of ``query``, ``key`` and ``value`` (outside
+    autocast, which would cast them back), its output in bfloat16, as ``sdpa``'s would be."""
+    if attention_mask is not None and attention_mask.is_floating_point():
+        attention_mask = attention_mask.float()
+    with torch.autocast("cpu", enabled=False):
+        out, weights = sdpa_attention_forward(
+            module, query.float(), key.float(), value.float(), attention_mask, dropout, scaling, **kwargs
+        )
+    return out.to(torch.bfloat16), weights
 
 
 def _plain(attention_mask: torch.Tensor | None, kwargs: dict) -> bool:
@@ -61,13 +92,13 @@ def _register() -> bool:
         from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
     except ImportError:
         return False
-    AttentionInterface.register(NAME, packed_decode_attention)
+    AttentionInterface.register(NAME, cpu_attention)
     ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)
     return True
 
 
-def use_packed_decode_attention(model: torch.nn.Module) -> None:
-    """Switch ``model`` from ``sdpa`` to ``packed_decode_attention`` (other implementations stay)."""
+def use_cpu_attention(model: torch.nn.Module) -> None:
+    """Switch ``model`` from ``sdpa`` to ``cpu_attention`` (other implementations stay)."""
     config = getattr(model, "config", None)
     if getattr(config, "_attn_implementation", None) != "sdpa" or not _register():
         return

@@ -1,4 +1,5 @@
-"""Decoding attention through the key/value heads (models/attention.py): the numbers of ``sdpa``."""
+"""CPU attention (models/attention.py): decoding through the key/value heads gives ``sdpa``'s numbers;
+a bf16 training pass attends in float32."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from transformers import (
 )
 
 from grue_bench.models import attention
-from grue_bench.models.attention import NAME, use_packed_decode_attention
+from grue_bench.models.attention import NAME, use_cpu_attention
 from tests.rl.tiny_lm import tiny_llama
 
 
@@ -46,7 +47,7 @@ def decode(model, batch, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
 def test_decoding_gives_sdpa_numbers(padded: bool, beams: int) -> None:
     model, batch = grouped_llama(), prompts(padded)
     sequences, scores = decode(model, batch, do_sample=False, num_beams=beams)
-    use_packed_decode_attention(model)
+    use_cpu_attention(model)
     assert model.config._attn_implementation == NAME
     packed_sequences, packed_scores = decode(model, batch, do_sample=False, num_beams=beams)
     assert torch.equal(sequences, packed_sequences)
@@ -55,7 +56,7 @@ def test_decoding_gives_sdpa_numbers(padded: bool, beams: int) -> None:
 
 def test_decoding_steps_take_the_packed_path_and_prefill_stays_sdpa(monkeypatch) -> None:
     model, batch = grouped_llama(), prompts(padded=False)
-    use_packed_decode_attention(model)
+    use_cpu_attention(model)
     sdpa_calls, sdpa = [], attention.sdpa_attention_forward
     counted = lambda *args, **kwargs: sdpa_calls.append(1) or sdpa(*args, **kwargs)  # noqa: E731
     monkeypatch.setattr(attention, "sdpa_attention_forward", counted)
@@ -67,7 +68,7 @@ def test_bf16_decoding_close_to_sdpa() -> None:
     model, batch = grouped_llama(), prompts(padded=True)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         _, scores = decode(model, batch, do_sample=False)
-        use_packed_decode_attention(model)
+        use_cpu_attention(model)
         _, packed_scores = decode(model, batch, do_sample=False)
     assert torch.allclose(scores, packed_scores, atol=0.05)
 
@@ -75,7 +76,7 @@ def test_bf16_decoding_close_to_sdpa() -> None:
 def test_other_attention_implementations_are_left_alone() -> None:
     config = GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, attn_implementation="eager")
     eager = GPT2LMHeadModel(config)
-    use_packed_decode_attention(eager)
+    use_cpu_attention(eager)
     assert eager.config._attn_implementation == "eager"
 
 
@@ -87,6 +88,41 @@ def test_a_seq2seq_model_decodes_as_before() -> None:
     )
     model, batch = T5ForConditionalGeneration(config).eval(), prompts(padded=True)
     sequences, scores = decode(model, batch, do_sample=False, num_beams=2)
-    use_packed_decode_attention(model)
+    use_cpu_attention(model)
     packed_sequences, packed_scores = decode(model, batch, do_sample=False, num_beams=2)
     assert torch.equal(sequences, packed_sequences) and torch.equal(scores, packed_scores)
+
+
+def test_a_bf16_training_pass_attends_in_float32_and_a_scoring_pass_stays_bf16(monkeypatch) -> None:
+    """Under bf16 autocast Llama hands ``sdpa`` a float32 query (its rotary embedding) that autocast
+    casts down: what counts is the type ``sdpa`` computes in, its output's."""
+    model, batch = grouped_llama().train(), prompts(padded=True)
+    use_cpu_attention(model)
+    computed, sdpa = [], torch.nn.functional.scaled_dot_product_attention
+    recorded = lambda *args, **kwargs: computed.append(sdpa(*args, **kwargs)) or computed[-1]  # noqa: E731
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recorded)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(**batch).logits
+        assert {out.dtype for out in computed} == {torch.float32} and logits.dtype == torch.bfloat16
+        logits.float().logsumexp(-1).mean().backward()  # the backward runs through float32 attention
+        computed.clear()
+        with torch.no_grad():
+            model(**batch)
+    assert {out.dtype for out in computed} == {torch.bfloat16}
+    trained = [p for p in model.parameters() if p.requires_grad]
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in trained)
+
+
+def test_a_bf16_training_pass_is_closer_to_float32_than_bf16_attention() -> None:
+    """Attention in float32 keeps the bf16 pass's gradients near float32's."""
+
+    def query_gradient(dtype_of_attention: str) -> torch.Tensor:
+        model, batch = grouped_llama().train(), prompts(padded=True)
+        if dtype_of_attention == "float32":
+            use_cpu_attention(model)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype_of_attention != "none"):
+            model(**batch).logits.float().logsumexp(-1).mean().backward()
+        return model.model.layers[0].self_attn.q_proj.weight.grad
+
+    exact, in_bf16, in_float32 = (query_gradient(kind) for kind in ("none", "bf16", "float32"))
+    assert (in_float32 - exact).norm() < (in_bf16 - exact).norm()
