@@ -1,15 +1,15 @@
 """Attention on a CPU where torch's ``sdpa`` kernels are slow in bfloat16: decoding steps and
 training passes.
 
-Decoding: in a decoding step each of a grouped-query model's query heads (SmolLM2-135M: 9 over 3 key/value
-heads) attends over the whole cache with one query. transformers' ``sdpa`` attention hands such a
-step to torch's ``enable_gqa`` kernel when the batch needs no mask (no padding), and on a CPU that
-kernel is slow in bfloat16: 4.4 ms against 0.8 ms for 50 rows over 96 cached positions (one
+Decoding: in a decoding step each of a grouped-query model's query heads (SmolLM2-135M: 9 over 3
+key/value heads) attends over the whole cache with one query. transformers' ``sdpa`` attention hands
+such a step to torch's ``enable_gqa`` kernel when the batch needs no mask (no padding), and on a CPU
+that kernel is slow in bfloat16: 4.4 ms against 0.8 ms for 50 rows over 96 cached positions (one
 thread; benchmarks/README.md). Packing the query heads of each key/value head as that many query
 positions (``[B, 9, 1, D]`` as ``[B, 3, 3, D]``) runs the same products without copying the cache;
 it is the arithmetic of plain ``sdpa`` to float rounding.
 
-Training: a pass that will be differentiated (grad enabled, a query that requires it) in bfloat16
+Training: a pass that will be differentiated (a query, key or value that requires grad) in bfloat16
 runs its attention in float32, the output cast back: torch's CPU flash-attention backward is 2-5x
 slower in bfloat16 than in float32 at the update's shapes (one thread, forward and backward, ms:
 16 rows x 38 positions 47 against 9; 2 x 96, IMDB's minibatch, 5.7 against 2.7; equal from a few
@@ -44,7 +44,8 @@ def cpu_attention(
     """``sdpa`` attention, but on a CPU a single query position attends through the key/value
     heads (query ``[B, H, 1, D]``, key and value ``[B, H_kv, L, D]``; returns ``[B, 1, H, D]``),
     and a bfloat16 pass that will be differentiated attends in float32."""
-    if query.device.type == "cpu" and query.requires_grad and _in_bf16(query):
+    differentiated = query.requires_grad or key.requires_grad or value.requires_grad
+    if query.device.type == "cpu" and differentiated and _in_bf16(query):
         return _in_float32(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     batch, heads, positions, dim = query.shape
     groups = heads // key.shape[1]

@@ -93,10 +93,14 @@ def test_a_seq2seq_model_decodes_as_before() -> None:
     assert torch.equal(sequences, packed_sequences) and torch.equal(scores, packed_scores)
 
 
-def test_a_bf16_training_pass_attends_in_float32_and_a_scoring_pass_stays_bf16(monkeypatch) -> None:
+@pytest.mark.parametrize("trained", ["all", "v_proj"])  # v_proj alone: a LoRA on values, the query frozen
+def test_a_bf16_training_pass_attends_in_float32_and_a_scoring_pass_stays_bf16(monkeypatch, trained) -> None:
     """Under bf16 autocast Llama hands ``sdpa`` a float32 query (its rotary embedding) that autocast
     casts down: what counts is the type ``sdpa`` computes in, its output's."""
     model, batch = grouped_llama().train(), prompts(padded=True)
+    if trained == "v_proj":
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_("v_proj" in name)
     use_cpu_attention(model)
     computed, sdpa = [], torch.nn.functional.scaled_dot_product_attention
     recorded = lambda *args, **kwargs: computed.append(sdpa(*args, **kwargs)) or computed[-1]  # noqa: E731
