@@ -16,7 +16,8 @@ slower in bfloat16 than in float32 at the update's shapes (one thread, forward a
 hundred positions). The products are float32's, so this is bf16's arithmetic made more precise,
 not changed in kind.
 
-Every other call (prefill and scoring passes, a GPU, float32) is ``sdpa``'s own.
+Every other call (prefill and scoring passes, a GPU, float32, a call with a position bias or
+another of ``SDPA_ONLY``, as T5's) is ``sdpa``'s own.
 """
 
 from __future__ import annotations
@@ -45,11 +46,12 @@ def cpu_attention(
     heads (query ``[B, H, 1, D]``, key and value ``[B, H_kv, L, D]``; returns ``[B, 1, H, D]``),
     and a bfloat16 pass that will be differentiated attends in float32."""
     differentiated = query.requires_grad or key.requires_grad or value.requires_grad
-    if query.device.type == "cpu" and differentiated and _in_bf16(query):
+    on_cpu, plain = query.device.type == "cpu", _plain(attention_mask, kwargs)
+    if on_cpu and differentiated and plain and _in_bf16(query):
         return _in_float32(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     batch, heads, positions, dim = query.shape
     groups = heads // key.shape[1]
-    if positions != 1 or groups == 1 or query.device.type != "cpu" or not _plain(attention_mask, kwargs):
+    if positions != 1 or groups == 1 or not on_cpu or not plain:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     mask = None if attention_mask is None else attention_mask[:, :, :, : key.shape[-2]]
     packed = query.reshape(batch, heads // groups, groups, dim)

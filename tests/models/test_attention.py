@@ -130,3 +130,18 @@ def test_a_bf16_training_pass_is_closer_to_float32_than_bf16_attention() -> None
 
     exact, in_bf16, in_float32 = (query_gradient(kind) for kind in ("none", "bf16", "float32"))
     assert (in_float32 - exact).norm() < (in_bf16 - exact).norm()
+
+
+def test_a_bf16_training_pass_with_a_position_bias_stays_sdpa_s() -> None:
+    """T5 adds its position bias (bf16 under autocast) to the mask: its training pass is ``sdpa``'s,
+    whose types agree, as before."""
+    torch.manual_seed(0)
+    config = T5Config(
+        vocab_size=40, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, decoder_start_token_id=0
+    )
+    model, batch = T5ForConditionalGeneration(config).train(), prompts(padded=True)
+    use_cpu_attention(model)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model(**batch, labels=batch["input_ids"]).loss
+    loss.backward()
+    assert torch.isfinite(loss) and model.shared.weight.grad is not None
