@@ -5,8 +5,9 @@ the validation split under each candidate format (run by hand, not a test; valid
 
 Each candidate is a prompt prefix and suffix around the task's input (the small profile's
 ``datapool.args.prompt_prefix`` / ``prompt_suffix``): plain text, and the model's chat format
-with and without its default system message. The evaluation is the one a run of the small
-profile makes of its base model (its decoding, batch size and precision, the task's metric
+with and without its default system message; NarrativeQA's also lay the input out with the
+question first (RL4LMs's) or last (``datapool.args.prompt_template``). The evaluation is the one
+a run of the small profile makes of its base model (its decoding, batch size and precision, the task's metric
 suite). One JSON line per candidate: its metrics, mean output words, the share of empty outputs
 and seconds.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 USER, ASSISTANT = "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"
 SYSTEM = (
@@ -38,20 +40,32 @@ INSTRUCTIONS = {
 full stop of their own), and the label a plain-text prompt ends with."""
 
 
-def candidates(task: str) -> dict[str, tuple[str, str]]:
-    """Name -> (prompt prefix, prompt suffix) of the formats tried for ``task``."""
+QUESTION_FIRST = {"prompt_template": None, "max_input_words": 300}
+"""NarrativeQA's input laid out as RL4LMs does ("question: ... context: ..."), cut after 300 words."""
+QUESTION_LAST = {"prompt_template": "Story: {summary}\nQuestion: {question}", "max_input_words": 290}
+"""The story first, cut after 290 words, then the question."""
+
+
+def candidates(task: str) -> dict[str, dict[str, Any]]:
+    """Name -> the datapool arguments (prompt prefix and suffix; NarrativeQA: and its layout) of the
+    formats tried for ``task``."""
     instruction, end, label = INSTRUCTIONS[task]
-    return {
-        "plain": (instruction, f"{end}\n{label}"),
-        "chat": (USER + instruction, end + ASSISTANT),
-        "chat+system": (SYSTEM + USER + instruction, end + ASSISTANT),
+    formats: dict[str, dict[str, Any]] = {
+        "plain": {"prompt_prefix": instruction, "prompt_suffix": f"{end}\n{label}"},
+        "chat": {"prompt_prefix": USER + instruction, "prompt_suffix": end + ASSISTANT},
+        "chat+system": {"prompt_prefix": SYSTEM + USER + instruction, "prompt_suffix": end + ASSISTANT},
     }
+    if task != "narrative_qa":
+        return formats
+    question_first = {name: {**args, **QUESTION_FIRST} for name, args in formats.items()}
+    return {**question_first, "chat+system+question-last": {**formats["chat+system"], **QUESTION_LAST}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="commongen", choices=sorted(INSTRUCTIONS))
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--formats", help="only these candidates, comma-separated (default: all)")
     args = parser.parse_args()
 
     import torch
@@ -64,10 +78,11 @@ def main() -> None:
     from grue_bench.runner.evaluator import generate_texts, score_texts
 
     configs = {}
-    for name, (prefix, suffix) in candidates(args.task).items():
+    chosen = candidates(args.task)
+    for name in args.formats.split(",") if args.formats else chosen:
         data = task_config(plugins.TASKS.get(args.task), "ppo", "small")
-        apply_override(data, f"datapool.args.prompt_prefix={json.dumps(prefix)}")
-        apply_override(data, f"datapool.args.prompt_suffix={json.dumps(suffix)}")
+        for key, value in chosen[name].items():
+            apply_override(data, f"datapool.args.{key}={json.dumps(value)}")
         configs[name] = build_config(data, f"the '{name}' format")
     first = next(iter(configs.values()))  # the formats differ in their prompts only
     base, device = load_base(first), default_device()

@@ -125,6 +125,43 @@ def test_max_input_words_cuts_the_input_not_the_prefix_or_suffix():
     assert whole[0].prompt_or_input_text.startswith(text.removesuffix("\nA:"))
 
 
+def test_prompt_template_lays_out_the_rows_fields_each_cut_to_max_input_words():
+    """NarrativeQA's small profile puts the question after the story (RL4LMs's layout puts it first)."""
+    row = json.loads((REPO / "tasks/narrative_qa/data/test.jsonl").read_text().splitlines()[0])
+    question, summary = row["meta"]["question"], row["meta"]["summary"]
+    pool = TaskPool.prepare(
+        "test",
+        task="narrative_qa",
+        prompt_prefix="<",
+        prompt_suffix=">",
+        prompt_template="Story: {summary}\nQuestion: {question} {{braces}}",
+        max_input_words=6,
+    )
+    story = " ".join(summary.split()[:6])
+    assert len(question.split()) <= 6 and len(summary.split()) > 6
+    assert pool[0].prompt_or_input_text == f"<Story: {story}\nQuestion: {question} {{braces}}>"
+    assert pool[0].references == row["references"]
+
+
+def test_prompt_template_naming_a_field_the_rows_lack_says_which_fields_they_have():
+    with pytest.raises(GrueError) as info:
+        TaskPool.prepare("validation", task="narrative_qa", prompt_template="Story: {story}")
+    message = str(info.value)
+    assert "datapool.args.prompt_template: validation row 1 of task 'narrative_qa' (shipped)" in message
+    assert "no text field 'story'" in message and "prompt, question, summary" in message
+
+
+@pytest.mark.parametrize(
+    "template", ["Story: {}", "{summary!r}", "{summary:>10}", "{meta.summary}", "no field", "{"]
+)
+def test_a_prompt_template_that_is_not_of_named_fields_fails_with_the_config(template):
+    with pytest.raises(GrueError, match="is not a template of named fields") as info:
+        checked_args(
+            "datapools", "task", {"task": "narrative_qa", "prompt_template": template}, "datapool.args"
+        )
+    assert "datapool.args.prompt_template" in str(info.value)
+
+
 def test_max_samples_is_a_seeded_subset():
     a = TaskPool.prepare("train", task="imdb", max_samples=10, seed=1)
     b = TaskPool.prepare("train", task="imdb", max_samples=10, seed=1)

@@ -13,6 +13,7 @@ import itertools
 import logging
 import random
 import re
+import string
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,6 +39,31 @@ DataSource = Annotated[
     ),
 ]
 """Where a task's samples come from: ``shipped``, ``hub`` or a local file or folder."""
+
+
+def template_fields(template: str) -> list[str] | None:
+    """The field names of a ``str.format`` template, or None when it is not one of plain names
+    (``{summary}``; no positional ``{}``, attribute, index or conversion)."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError:
+        return None
+    fields = [name for _, name, spec, conversion in parts if name is not None]
+    plain = all(name.isidentifier() for name in fields)
+    bare = all(not spec and conversion is None for _, name, spec, conversion in parts if name is not None)
+    return fields if fields and plain and bare else None
+
+
+PromptTemplate = Annotated[
+    str,
+    text_check(
+        lambda value: template_fields(value) is not None,
+        lambda value: f"{value!r} is not a template of named fields",
+        fix="name each row field in braces, e.g. 'Story: {summary} Question: {question}' (a brace of "
+        "the text itself is written twice: '{{')",
+    ),
+]
+"""A prompt layout over a row's fields (its ``prompt`` and the keys of its ``meta``)."""
 
 
 def check_split(split: str) -> None:
@@ -113,13 +139,39 @@ def first_words(text: str, limit: int | None) -> str:
     return text[: words[-1].end()] if len(words) == limit else text
 
 
-def _format_prompt(
-    task: TaskSpec, row: dict[str, Any], prefix: str | None, suffix: str | None, max_input_words: int | None
+def _input_text(
+    task: TaskSpec, row: dict[str, Any], template: str | None, max_input_words: int | None, where: str
 ) -> str:
-    """The row's prompt text, cut to ``max_input_words``, between the prefix and suffix given, else
-    the task's."""
-    text = task.resolve(task.prompt.formatter)(row) if task.prompt.formatter else row["prompt"]
-    text = first_words(text, max_input_words)
+    """The row's input: the task's prompt text cut to ``max_input_words``, or ``template`` filled
+    with the row's fields, each cut to ``max_input_words``."""
+    if template is None:
+        text = task.resolve(task.prompt.formatter)(row) if task.prompt.formatter else row["prompt"]
+        return first_words(text, max_input_words)
+    fields = {"prompt": row.get("prompt"), **(row.get("meta") or {})}
+    known = {name: value for name, value in fields.items() if isinstance(value, str)}
+    missing = [name for name in template_fields(template) or [] if name not in known]
+    if missing:
+        raise GrueError(
+            f"{where} has no text field {', '.join(map(repr, missing))} for prompt_template "
+            f"(its fields: {', '.join(sorted(known)) or 'none'})",
+            key="datapool.args.prompt_template",
+            fix="name the row's 'prompt' or keys of its 'meta' in the template, or leave prompt_template "
+            "unset for the task's prompt",
+        )
+    return template.format_map({name: first_words(value, max_input_words) for name, value in known.items()})
+
+
+def _format_prompt(
+    task: TaskSpec,
+    row: dict[str, Any],
+    prefix: str | None,
+    suffix: str | None,
+    max_input_words: int | None,
+    template: str | None,
+    where: str,
+) -> str:
+    """The row's input (``_input_text``) between the prefix and suffix given, else the task's."""
+    text = _input_text(task, row, template, max_input_words, where)
     before = task.prompt.prefix if prefix is None else prefix
     return f"{before}{text}{task.prompt.suffix if suffix is None else suffix}"
 
@@ -138,13 +190,17 @@ class TaskPool(TextGenPool):
         seed: NonNegativeInt = 0,
         prompt_suffix: str | None = None,
         max_input_words: PositiveInt | None = None,
+        prompt_template: PromptTemplate | None = None,
     ) -> TaskPool:
         """``source``: 'shipped' (offline subset), 'hub' (full dataset) or a local file/folder;
         ``prompt_prefix`` and ``prompt_suffix`` replace the task's (a profile's own prompt format,
         e.g. an instruction for a causal LM; RL4LMs's pools take a prefix only).
         ``max_input_words`` cuts each input (an article, a story) after that many words before the
         prefix and suffix go around it, so that a prompt cut to the model's length keeps its
-        instruction: ``max_prompt_length`` cuts the whole prompt on one side."""
+        instruction: ``max_prompt_length`` cuts the whole prompt on one side.
+        ``prompt_template`` lays the input out anew from the row's fields, its ``prompt`` and the keys
+        of its ``meta`` (NarrativeQA's ``"Story: {summary}\\nQuestion: {question}"`` puts the question
+        last); ``max_input_words`` then cuts each field."""
 
         check_split(split)
         spec = plugins.TASKS.get(task)
@@ -167,7 +223,13 @@ class TaskPool(TextGenPool):
                 Sample(
                     id=str(row.get("id", f"{task}-{split}-{number}")),
                     prompt_or_input_text=_format_prompt(
-                        spec, row, prompt_prefix, prompt_suffix, max_input_words
+                        spec,
+                        row,
+                        prompt_prefix,
+                        prompt_suffix,
+                        max_input_words,
+                        prompt_template,
+                        f"{split} row {number} of task '{task}' ({source})",
                     ),
                     references=list(row.get("references") or []),
                     meta_data={
