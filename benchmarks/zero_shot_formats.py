@@ -7,9 +7,9 @@ Each candidate is a prompt prefix and suffix around the task's input (the small 
 ``datapool.args.prompt_prefix`` / ``prompt_suffix``): plain text, and the model's chat format
 with and without its default system message; NarrativeQA's also lay the input out with the
 question first (RL4LMs's) or last (``datapool.args.prompt_template``). The evaluation is the one
-a run of the small profile makes of its base model (its decoding, batch size and precision, the task's metric
-suite). One JSON line per candidate: its metrics, mean output words, the share of empty outputs
-and seconds.
+a run of the small profile makes of its base model (its decoding, batch size and precision, the
+task's metric suite). One JSON line per candidate: its metrics, mean output words, the share of
+empty outputs and seconds.
 """
 
 from __future__ import annotations
@@ -77,9 +77,13 @@ def main() -> None:
     from grue_bench.runner.assemble import load_base, load_pool, model_type_of, run_precision
     from grue_bench.runner.evaluator import generate_texts, score_texts
 
-    configs = {}
     chosen = candidates(args.task)
-    for name in args.formats.split(",") if args.formats else chosen:
+    names = args.formats.split(",") if args.formats else list(chosen)
+    unknown = [name for name in names if name not in chosen]
+    if unknown:
+        parser.error(f"--formats: {', '.join(unknown)} not among {args.task}'s: {', '.join(chosen)}")
+    configs = {}
+    for name in names:
         data = task_config(plugins.TASKS.get(args.task), "ppo", "small")
         for key, value in chosen[name].items():
             apply_override(data, f"datapool.args.{key}={json.dumps(value)}")
