@@ -149,7 +149,8 @@ def _input_text(
         return first_words(text, max_input_words)
     fields = {"prompt": row.get("prompt"), **(row.get("meta") or {})}
     known = {name: value for name, value in fields.items() if isinstance(value, str)}
-    missing = [name for name in template_fields(template) or [] if name not in known]
+    names = template_fields(template) or []
+    missing = [name for name in names if name not in known]
     if missing:
         raise GrueError(
             f"{where} has no text field {', '.join(map(repr, missing))} for prompt_template "
@@ -158,7 +159,7 @@ def _input_text(
             fix="name the row's 'prompt' or keys of its 'meta' in the template, or leave prompt_template "
             "unset for the task's prompt",
         )
-    return template.format_map({name: first_words(value, max_input_words) for name, value in known.items()})
+    return template.format_map({name: first_words(known[name], max_input_words) for name in names})
 
 
 def _format_prompt(
