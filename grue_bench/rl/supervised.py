@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from grue_bench.data import Sample
@@ -50,10 +51,12 @@ def encode_pairs(
             ((p or [start]) + t + [eos], [IGNORE] * len(p or [start]) + t + [eos])
             for p, t in zip(prompts, targets, strict=True)
         ]
+        # padded on the left: every row's reference ends in the last column, so only the last
+        # columns predict a reference token and the LM head runs on those alone (``causal_loss``)
         width = max(len(ids) for ids, _ in rows)
-        ids = torch.tensor([r + [pad] * (width - len(r)) for r, _ in rows])
-        labels = torch.tensor([lab + [IGNORE] * (width - len(lab)) for _, lab in rows])
-        attention = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _ in rows])
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r, _ in rows])
+        labels = torch.tensor([[IGNORE] * (width - len(lab)) + lab for _, lab in rows])
+        attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r, _ in rows])
         return {"input_ids": ids, "attention_mask": attention, "labels": labels}
     width_p = max(len(p) for p in prompts) or 1
     width_t = max(len(t) for t in targets) + 1
@@ -62,6 +65,27 @@ def encode_pairs(
         "attention_mask": torch.tensor([[1] * len(p) + [0] * (width_p - len(p)) for p in prompts]),
         "labels": torch.tensor([t + [eos] + [IGNORE] * (width_t - len(t) - 1) for t in targets]),
     }
+
+
+def causal_loss(lm, batch: dict[str, torch.Tensor], precision: Precision) -> torch.Tensor:
+    """The mean token cross-entropy of ``encode_pairs``'s left-padded causal batch, as
+    ``lm(**batch).loss`` computes it, with the LM head (a fifth of SmolLM2's weights, a
+    [rows, columns, vocabulary] output) run only from the first column that predicts a
+    reference token: on a 500-token article and its 100-token summary, a sixth of the columns."""
+    labels = batch["labels"]
+    first = int((labels != IGNORE).any(dim=0).nonzero()[0])  # >= 1: every row has a prompt token
+    with precision.autocast():
+        logits = lm(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            position_ids=causal_position_ids(batch["attention_mask"]),
+            use_cache=False,
+            logits_to_keep=labels.size(1) - first + 1,
+        ).logits
+    # column first - 1 + k predicts the token in column first + k; the last column predicts nothing
+    return F.cross_entropy(
+        logits[:, :-1].float().flatten(0, 1), labels[:, first:].flatten(), ignore_index=IGNORE
+    )
 
 
 class Supervised:
@@ -153,7 +177,7 @@ class Supervised:
     def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
         if self.model_type == "causal":
-            batch["position_ids"] = causal_position_ids(batch["attention_mask"])
+            return causal_loss(self.lm, batch, self.precision)
         with self.precision.autocast():
             return self.lm(**batch).loss  # computed from float32 logits (transformers upcasts them)
 

@@ -7,7 +7,9 @@ import torch
 
 from grue_bench.data import Sample
 from grue_bench.rl.hparams import SupervisedArgs
-from grue_bench.rl.supervised import IGNORE, Supervised, encode_pairs
+from grue_bench.rl.policy import causal_position_ids
+from grue_bench.rl.precision import Precision
+from grue_bench.rl.supervised import IGNORE, Supervised, causal_loss, encode_pairs
 from grue_bench.rl.trainer import Callback, Trainer
 
 from .tiny_lm import tiny_causal, tiny_seq2seq, word_tokenizer
@@ -65,8 +67,46 @@ def test_causal_labels_cover_only_the_reference_and_eos():
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     three, four = tokenizer.convert_tokens_to_ids(["3", "4"])
     assert labels[0].tolist() == [IGNORE, IGNORE, three, four, eos]
-    assert ids[1].tolist()[-1] == pad and labels[1].tolist()[-1] == IGNORE
-    assert torch.equal(batch["attention_mask"][1], torch.tensor([1, 1, 1, 0, 0]))
+    # padded on the left, so that every reference ends in the last column
+    assert ids[1].tolist()[:2] == [pad, pad] and labels[1].tolist()[:3] == [IGNORE] * 3
+    assert torch.equal(batch["attention_mask"][1], torch.tensor([0, 0, 1, 1, 1]))
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_causal_loss_runs_the_lm_head_on_the_reference_columns_alone_and_equals_the_full_one(bf16):
+    """Prompts of 1 to 12 words and references of 1 to 4: the loss with the LM head on the last
+    columns only is the Hugging Face loss over every column, and each row's loss is what it is
+    unpadded (the left padding and its positions change nothing)."""
+    tokenizer = word_tokenizer()
+    lm = tiny_causal(tokenizer).eval()
+    rng = random.Random(0)
+    pairs = [
+        (
+            " ".join(str(rng.randrange(10)) for _ in range(rng.randint(1, 12))),
+            " ".join(str(rng.randrange(10)) for _ in range(rng.randint(1, 4))),
+        )
+        for _ in range(8)
+    ]
+    batch = encode_pairs(tokenizer, "causal", pairs, max_prompt=16, max_target=6)
+    precision = Precision.from_flags(bf16, False, torch.device("cpu"), "alg.args.bf16")
+    heads = []
+    head = lm.get_output_embeddings()
+    hook = head.register_forward_hook(lambda module, args, out: heads.append(out.size(1)))
+    with torch.no_grad():
+        ours = causal_loss(lm, batch, precision)
+        hook.remove()
+        with precision.autocast():
+            full = lm(**batch, position_ids=causal_position_ids(batch["attention_mask"])).loss
+        # the unpadded rows' losses, weighted by their reference tokens
+        rows = [encode_pairs(tokenizer, "causal", [pair], max_prompt=16, max_target=6) for pair in pairs]
+        with precision.autocast():
+            alone = [lm(**row).loss * (row["labels"] != IGNORE).sum() for row in rows]
+        tokens = (batch["labels"] != IGNORE).sum()
+    first = int((batch["labels"] != IGNORE).any(dim=0).nonzero()[0])
+    assert heads == [batch["labels"].size(1) - first + 1] and heads[0] < batch["labels"].size(1)
+    tolerance = 1e-2 if bf16 else 1e-6
+    assert float(ours) == pytest.approx(float(full), abs=tolerance)
+    assert float(ours) == pytest.approx(float(sum(alone) / tokens), abs=tolerance)
 
 
 def test_every_logging_steps_optimizer_steps_the_mean_loss_since_the_last_report_is_handed_on():
