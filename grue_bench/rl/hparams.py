@@ -353,6 +353,11 @@ class SupervisedArgs(Strict):
     Face's ``TrainingArguments.bf16``); ``auto`` as in ``AlgArgs.bf16``."""
     fp16: bool = False
     """The same in float16, with loss scaling (CUDA only)."""
+    gradient_checkpointing: bool = False
+    """Keep each decoder layer's input only and recompute the rest in the backward pass (Hugging
+    Face's ``TrainingArguments.gradient_checkpointing``): the same fit in about a third of the
+    activation memory, its steps about 1.45x as long (SmolLM2-135M, 500-token prompts,
+    benchmarks/README.md)."""
     peft: PeftSettings | None = None
     """Fit a PEFT adapter (LoRA by default) instead of every weight (``alg.training_args.peft``).
     A warm start's adapter is merged into the weights that RL starts from."""

@@ -122,6 +122,8 @@ class Supervised:
         device = self.accelerator.device
         self.precision = Precision.from_flags(args.bf16, args.fp16, device, "alg.training_args")
         self.scaler = self.precision.grad_scaler()
+        if args.gradient_checkpointing:
+            lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         cast_frozen_weights_once(lm)
         keep_less_for_backward(lm)
         trained = [p for p in lm.parameters() if p.requires_grad]  # with an adapter, its weights

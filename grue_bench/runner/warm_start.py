@@ -37,9 +37,11 @@ RECORD_FILE = "warm_start.json"
 
 def _supervised_settings(config) -> dict:
     """The supervised stage's settings as the key hashes them: float32 (no half precision asked
-    for) as before precision was a setting, so that earlier fits keep their keys."""
+    for) as before precision was a setting, so that earlier fits keep their keys; gradient
+    checkpointing, which recomputes what it does not keep and fits the same, never."""
     args = supervised_args(config)
-    return args.model_dump(mode="json", exclude=None if args.bf16 or args.fp16 else {"bf16", "fp16"})
+    same_fit = {"gradient_checkpointing"} | (set() if args.bf16 or args.fp16 else {"bf16", "fp16"})
+    return args.model_dump(mode="json", exclude=same_fit)
 
 
 def fit_key(run: Run, lm) -> str:

@@ -153,3 +153,25 @@ def test_a_supervised_run_is_evaluated_every_logging_steps_and_last_at_its_final
     assert [iteration for iteration, _ in train] == list(range(2, final + 1, 2))
     saved = [path.parent.name for path in (tmp_path / "runs").rglob("config.json")]
     assert saved == ["model"]  # one checkpoint kept: any save_total_limit holds
+
+
+def test_gradient_checkpointing_gives_the_same_loss_and_gradients():
+    """``gradient_checkpointing`` recomputes the layers' activations in the backward pass instead of
+    keeping them: the same loss and gradients, in float32 to rounding."""
+    tokenizer = word_tokenizer()
+    pairs = [(s.prompt_or_input_text, s.references[0]) for s in _samples(16, 0)]
+    batch = encode_pairs(tokenizer, "causal", pairs, max_prompt=8, max_target=6)
+    grads = []
+    for checkpointing in (False, True):
+        args = SupervisedArgs(gradient_checkpointing=checkpointing)
+        stage = Supervised(tiny_causal(tokenizer), tokenizer, "causal", args, 8, 6)
+        stage.lm.train()
+        loss = stage._loss(batch)
+        loss.backward()
+        grads.append((float(loss), {n: p.grad.clone() for n, p in stage.model.named_parameters()}))
+    assert stage.model.is_activation_checkpointing
+    (loss_kept, kept), (loss_recomputed, recomputed) = grads
+    assert loss_recomputed == pytest.approx(loss_kept, abs=1e-6)
+    assert kept.keys() == recomputed.keys()
+    for name in kept:
+        torch.testing.assert_close(recomputed[name], kept[name], atol=1e-6, rtol=1e-5, msg=name)
