@@ -301,6 +301,15 @@ def task_config(spec: TaskSpec, alg_id: str, profile: str) -> dict[str, Any]:
     }
 
 
+def warm_start_training_args(config: RunConfig) -> dict[str, Any]:
+    """The supervised settings of a chain's warm start (``supervised+ppo``): its task profile's
+    ``algs.supervised.training_args``, which the chain's config (its RL stage's) does not hold."""
+    if config.task is None:
+        return {}
+    profile = plugins.TASKS.get(config.task).profiles.get(config.profile, {})
+    return profile.get("algs", {}).get("supervised", {}).get("training_args", {})
+
+
 def check_task(spec: TaskSpec) -> list[Problem]:
     """Every profile of ``spec`` under every algorithm gives a valid run config (the same problem,
     as it usually shows under every algorithm, reported once, naming the algorithms), and its

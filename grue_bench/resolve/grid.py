@@ -7,6 +7,7 @@ datapool and its algorithm through ``alg.id``; ``--task`` and ``--alg`` then onl
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 from grue_bench import plugins
 from grue_bench.config import RunConfig
 from grue_bench.errors import GrueError
-from grue_bench.resolve import apply_override, build_config, check_task, task_config
+from grue_bench.resolve import apply_override, build_config, check_task, task_config, warm_start_training_args
 from grue_bench.resolve.offline import OFFLINE_PROFILES, offline_models
 from grue_bench.schema import deep_merge
 from grue_bench.yamlio import read_yaml_mapping
@@ -44,8 +45,12 @@ class RunSpec:
 
     @property
     def config_hash(self) -> str:
-        """The config's hash, with the stage chain (it changes results too)."""
-        return hashlib.sha256(f"{self.alg}|{self.config.hash()}".encode()).hexdigest()[:16]
+        """The config's hash, with the stage chain and a chain's supervised settings, which its
+        config does not hold (both change results too)."""
+        chain = self.alg
+        if self.warm_start:
+            chain += "|" + json.dumps(warm_start_training_args(self.config), sort_keys=True)
+        return hashlib.sha256(f"{chain}|{self.config.hash()}".encode()).hexdigest()[:16]
 
     @property
     def label(self) -> str:

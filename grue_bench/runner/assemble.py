@@ -32,6 +32,7 @@ from grue_bench.data import Sample, TextGenPool
 from grue_bench.datapools import TaskPool, task_corpus
 from grue_bench.models import BaseLM, load_base_lm
 from grue_bench.plugins.components import build, checked_args
+from grue_bench.resolve import warm_start_training_args
 from grue_bench.rl.adapters import add_adapter, merged
 from grue_bench.rl.algorithm import OnPolicyAlgorithm
 from grue_bench.rl.hparams import PeftSettings, SupervisedArgs
@@ -256,10 +257,7 @@ def supervised_args(config: RunConfig) -> SupervisedArgs:
     """The supervised stage's arguments: a supervised run's ``alg.args`` and
     ``alg.training_args``, a warm start's those of its task profile in its RL stage's precision
     (``alg.args.bf16``/``fp16``)."""
-    settings = {}
-    if config.task is not None:
-        profile = plugins.TASKS.get(config.task).profiles.get(config.profile, {})
-        settings = profile.get("algs", {}).get("supervised", {}).get("training_args", {})
+    settings = warm_start_training_args(config)
     if config.alg.id == "supervised":
         settings = {**config.alg.args, **(config.alg.training_args or {})}
     else:

@@ -249,3 +249,22 @@ def test_a_precision_this_machine_lacks_stops_the_grid_before_any_run(run_grue, 
     code, _, stderr = run_grue("run", *task, "--set", "alg.args.fp16=true")
     assert code == 2 and "alg.args.fp16: fp16 needs a CUDA GPU; this run is on cpu" in stderr
     assert not store.exists()
+
+
+def test_a_chains_key_changes_with_its_warm_starts_settings_which_its_config_does_not_hold(monkeypatch):
+    """``supervised+ppo`` reads its supervised stage's settings from the task profile, outside its
+    (PPO) config: the run's key hashes them too, so that a changed stage is a new run, not a resume."""
+    from grue_bench import plugins
+    from grue_bench.resolve.grid import build_specs
+
+    def keys() -> dict[str, str]:
+        specs = build_specs(["imdb"], ["ppo", "supervised+ppo", "supervised"], [0], "tiny")
+        return {spec.alg: spec.config_hash for spec in specs}
+
+    before = keys()
+    training_args = plugins.TASKS.get("imdb").profiles["tiny"]["algs"]["supervised"]["training_args"]
+    monkeypatch.setitem(training_args, "num_train_epochs", 2)
+    after = keys()
+    assert after["supervised+ppo"] != before["supervised+ppo"]
+    assert after["supervised"] != before["supervised"]  # its own config holds them
+    assert after["ppo"] == before["ppo"]
