@@ -123,7 +123,11 @@ class Supervised:
         self.precision = Precision.from_flags(args.bf16, args.fp16, device, "alg.training_args")
         self.scaler = self.precision.grad_scaler()
         if args.gradient_checkpointing:
-            lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            recompute = {"use_reentrant": False}
+            if hasattr(lm, "activation_checkpointing_enable"):  # transformers 5's name
+                lm.activation_checkpointing_enable(activation_checkpointing_kwargs=recompute)
+            else:
+                lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs=recompute)
         cast_frozen_weights_once(lm)
         keep_less_for_backward(lm)
         trained = [p for p in lm.parameters() if p.requires_grad]  # with an adapter, its weights
