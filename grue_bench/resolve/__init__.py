@@ -21,7 +21,7 @@ from grue_bench import plugins, tasks
 from grue_bench.config import AlgConfig, RunConfig, TrainEvaluationConfig
 from grue_bench.errors import GrueError, Problem
 from grue_bench.plugins.components import arg_problems
-from grue_bench.rl.hparams import GenerationKwargs, PolicyArgs
+from grue_bench.rl.hparams import GenerationKwargs, PolicyArgs, SupervisedArgs
 from grue_bench.schema import Component, Strict, deep_merge, problems_from
 from grue_bench.tasks import TaskSpec
 from grue_bench.yamlio import parse_yaml, read_yaml_mapping
@@ -308,6 +308,19 @@ def warm_start_training_args(config: RunConfig) -> dict[str, Any]:
         return {}
     profile = plugins.TASKS.get(config.task).profiles.get(config.profile, {})
     return profile.get("algs", {}).get("supervised", {}).get("training_args", {})
+
+
+def supervised_args(config: RunConfig) -> SupervisedArgs:
+    """The supervised stage's arguments: a supervised run's ``alg.args`` and
+    ``alg.training_args``, a warm start's those of its task profile in its RL stage's precision
+    (``alg.args.bf16``/``fp16``)."""
+    settings = warm_start_training_args(config)
+    if config.alg.id == "supervised":
+        settings = {**config.alg.args, **(config.alg.training_args or {})}
+    else:
+        precision = {key: config.alg.args[key] for key in ("bf16", "fp16") if key in config.alg.args}
+        settings = {**settings, **precision}
+    return SupervisedArgs.model_validate(settings)
 
 
 def check_task(spec: TaskSpec) -> list[Problem]:

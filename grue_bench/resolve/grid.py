@@ -16,12 +16,23 @@ from typing import Any
 from grue_bench import plugins
 from grue_bench.config import RunConfig
 from grue_bench.errors import GrueError
-from grue_bench.resolve import apply_override, build_config, check_task, task_config, warm_start_training_args
+from grue_bench.resolve import (
+    apply_override,
+    build_config,
+    check_task,
+    supervised_args,
+    task_config,
+    warm_start_training_args,
+)
 from grue_bench.resolve.offline import OFFLINE_PROFILES, offline_models
 from grue_bench.schema import deep_merge
 from grue_bench.yamlio import read_yaml_mapping
 
 log = logging.getLogger(__name__)
+
+
+WARM_START = "warm_start"
+"""The key of a chain's stored config under which its warm start's settings are recorded."""
 
 
 @dataclass(frozen=True)
@@ -53,8 +64,23 @@ class RunSpec:
         return hashlib.sha256(f"{chain}|{self.config.hash()}".encode()).hexdigest()[:16]
 
     @property
+    def recorded_config(self) -> dict[str, Any]:
+        """The config as the store keeps it: a chain's also under ``WARM_START`` its supervised
+        stage's settings, all of them (``SupervisedArgs``), which its config does not hold."""
+        config = self.config.to_dict()
+        if self.warm_start:
+            config[WARM_START] = {"training_args": supervised_args(self.config).model_dump(mode="json")}
+        return config
+
+    @property
     def label(self) -> str:
         return f"{self.task}/{self.alg}/seed{self.seed}"
+
+
+def recorded_run_config(recorded: dict[str, Any]) -> RunConfig:
+    """The run config of a store's record (``RunSpec.recorded_config``), a chain's warm start
+    record left out."""
+    return RunConfig.model_validate({key: value for key, value in recorded.items() if key != WARM_START})
 
 
 def parse_list(text: str, what: str) -> list[str]:

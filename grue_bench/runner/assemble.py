@@ -32,10 +32,10 @@ from grue_bench.data import Sample, TextGenPool
 from grue_bench.datapools import TaskPool, task_corpus
 from grue_bench.models import BaseLM, load_base_lm
 from grue_bench.plugins.components import build, checked_args
-from grue_bench.resolve import warm_start_training_args
+from grue_bench.resolve import supervised_args
 from grue_bench.rl.adapters import add_adapter, merged
 from grue_bench.rl.algorithm import OnPolicyAlgorithm
-from grue_bench.rl.hparams import PeftSettings, SupervisedArgs
+from grue_bench.rl.hparams import PeftSettings
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.precision import Precision
 from grue_bench.rl.supervised import Supervised
@@ -251,19 +251,6 @@ def _say_how_to_use_the_gpus(apply_model_parallel: bool, processes: int) -> None
             "larger than one GPU)",
             gpus,
         )
-
-
-def supervised_args(config: RunConfig) -> SupervisedArgs:
-    """The supervised stage's arguments: a supervised run's ``alg.args`` and
-    ``alg.training_args``, a warm start's those of its task profile in its RL stage's precision
-    (``alg.args.bf16``/``fp16``)."""
-    settings = warm_start_training_args(config)
-    if config.alg.id == "supervised":
-        settings = {**config.alg.args, **(config.alg.training_args or {})}
-    else:
-        precision = {key: config.alg.args[key] for key in ("bf16", "fp16") if key in config.alg.args}
-        settings = {**settings, **precision}
-    return SupervisedArgs.model_validate(settings)
 
 
 def run_precision(config: RunConfig, device: torch.device) -> Precision:

@@ -130,7 +130,7 @@ class GridExecutor:
             seed=spec.seed,
             profile=spec.config.profile,
             model=None,
-            config=spec.config.to_dict(),
+            config=spec.recorded_config,
             config_hash=spec.config_hash,
             output_dir=str(self.output_root),
             force=self.force,

@@ -11,9 +11,9 @@ from pathlib import Path
 from huggingface_hub import HfApi, get_token
 from huggingface_hub.errors import HfHubHTTPError
 
-from grue_bench.config import RunConfig
 from grue_bench.errors import GrueError
 from grue_bench.models.hub import hub_offline
+from grue_bench.resolve.grid import recorded_run_config
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.store import RunRecord, Store
 
@@ -97,7 +97,7 @@ def export_model(store_path: Path, key: str, out: Path) -> Path:
         record.alg,
         record.seed,
         record.model or "unknown",
-        RunConfig.model_validate(record.config),
+        recorded_run_config(record.config),
         metrics,
     )
     out.parent.mkdir(parents=True, exist_ok=True)

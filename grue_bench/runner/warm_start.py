@@ -23,8 +23,9 @@ import torch
 
 from grue_bench.errors import GrueError
 from grue_bench.models import load_base_lm
+from grue_bench.resolve import supervised_args
 from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
-from grue_bench.runner.assemble import Run, supervised_args
+from grue_bench.runner.assemble import Run
 from grue_bench.runner.world import world_size
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,8 @@ def warm_start(run: Run, lm, out: Path, device) -> tuple:
         fit.update(host_rng_state())
         _save(folder, lm, run.tokenizer, fit)
         log.info("warm start: supervised fit saved in %s", folder)
-    record.write_text(json.dumps({"key": key}))
+    settings = supervised_args(run.config).model_dump(mode="json")
+    record.write_text(json.dumps({"key": key, "training_args": settings}))
     return lm, fit["losses"], fit["optimizer_steps"]
 
 

@@ -212,7 +212,7 @@ def test_metrics_stay_without_an_offline_profile_or_when_their_asset_is_there(tm
 def test_precision_sets_the_hugging_face_flags_of_every_stage():
     from grue_bench.cli import build_parser
     from grue_bench.commands.run import grid_specs
-    from grue_bench.runner.assemble import supervised_args
+    from grue_bench.resolve import supervised_args
 
     algs = "ppo,supervised+ppo,supervised"
     argv = ["run", "--task", "increasing_numbers", "--alg", algs, "--precision", "bf16"]
@@ -227,8 +227,8 @@ def test_precision_sets_the_hugging_face_flags_of_every_stage():
 def test_the_small_profile_runs_in_bf16_where_the_machine_has_it_and_its_config_says_so(monkeypatch, native):
     from grue_bench.cli import build_parser
     from grue_bench.commands.run import grid_specs
+    from grue_bench.resolve import supervised_args
     from grue_bench.rl import precision
-    from grue_bench.runner.assemble import supervised_args
 
     monkeypatch.setattr(precision, "bf16_supported", lambda device: native)
     argv = ["run", "--task", "imdb", "--alg", "ppo,supervised+ppo,supervised", "--profile", "small"]
@@ -255,7 +255,7 @@ def test_a_chains_key_changes_with_its_warm_starts_settings_which_its_config_doe
     """``supervised+ppo`` reads its supervised stage's settings from the task profile, outside its
     (PPO) config: the run's key hashes them too, so that a changed stage is a new run, not a resume."""
     from grue_bench import plugins
-    from grue_bench.resolve.grid import build_specs
+    from grue_bench.resolve.grid import WARM_START, build_specs, recorded_run_config
 
     def keys() -> dict[str, str]:
         specs = build_specs(["imdb"], ["ppo", "supervised+ppo", "supervised"], [0], "tiny")
@@ -268,3 +268,7 @@ def test_a_chains_key_changes_with_its_warm_starts_settings_which_its_config_doe
     assert after["supervised+ppo"] != before["supervised+ppo"]
     assert after["supervised"] != before["supervised"]  # its own config holds them
     assert after["ppo"] == before["ppo"]
+    chain, alone = (s for s in build_specs(["imdb"], ["supervised+ppo", "ppo"], [0], "tiny"))
+    assert chain.recorded_config[WARM_START]["training_args"]["num_train_epochs"] == 2  # recorded too
+    assert WARM_START not in alone.recorded_config and alone.recorded_config == alone.config.to_dict()
+    assert recorded_run_config(chain.recorded_config) == chain.config  # what `grue export` reads back

@@ -5,6 +5,7 @@ so the fit draws from the random state it starts from."""
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 from pathlib import Path
@@ -16,7 +17,8 @@ import torch
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.models import BaseLM
-from grue_bench.resolve.grid import build_specs
+from grue_bench.resolve import supervised_args
+from grue_bench.resolve.grid import WARM_START, build_specs
 from grue_bench.runner import warm_start as module
 from grue_bench.runner.assemble import Run
 from grue_bench.runner.warm_start import FOLDER, warm_start
@@ -121,3 +123,10 @@ def test_the_chains_of_a_seed_fit_once_and_store_what_each_stores_alone(tmp_path
     )
     shared, alone = (sorted(rows(tmp_path / f / "s.sqlite", query)) for f in ("both", "alone"))
     assert shared == alone and {name for _, name, _, _ in shared} >= {"rollout/reward", "train/policy_loss"}
+    # the stored config and the run folder say what the warm start was, which the RL config does not
+    settings = supervised_args(CONFIG).model_dump(mode="json")
+    assert settings["learning_rate"] == 1e-3 and settings["num_train_epochs"] == 1.0  # the task's own
+    configs = dict(rows(tmp_path / "both/s.sqlite", "select alg, config from runs"))
+    assert json.loads(configs["supervised+nlpo"])[WARM_START] == {"training_args": settings}
+    (record,) = (tmp_path / "both/runs/increasing_numbers/supervised+ppo").glob(f"*/{module.RECORD_FILE}")
+    assert json.loads(record.read_text())["training_args"] == settings
