@@ -150,8 +150,19 @@ class RunConfig(Strict):
         return dump_yaml(self.to_dict())
 
     def hash(self) -> str:
-        """A stable hash of what determines results (seeds, store, output paths and trackers excluded)."""
+        """A stable hash of what determines results (seeds, store, output paths, trackers and the
+        supervised stage's ``save_steps`` excluded)."""
         data = self.to_dict()
         for key in ("seeds", "store", "output_dir", "report_to"):
             data.pop(key, None)
+        training_args = hashed_training_args(data["alg"].pop("training_args", {}))
+        if training_args:
+            data["alg"]["training_args"] = training_args
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def hashed_training_args(training_args: dict[str, Any]) -> dict[str, Any]:
+    """A supervised stage's settings as run keys hash them: without ``save_steps``, how often a
+    checkpoint is saved, which changes nothing fitted. (``train_evaluation.save_every``, RL's, is
+    hashed: the keys of the runs stored before this rule keep it.)"""
+    return {key: value for key, value in training_args.items() if key != "save_steps"}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grue_bench import plugins
-from grue_bench.config import RunConfig
+from grue_bench.config import RunConfig, hashed_training_args
 from grue_bench.errors import GrueError
 from grue_bench.resolve import (
     apply_override,
@@ -60,7 +60,9 @@ class RunSpec:
         config does not hold (both change results too)."""
         chain = self.alg
         if self.warm_start:
-            chain += "|" + json.dumps(warm_start_training_args(self.config), sort_keys=True)
+            chain += "|" + json.dumps(
+                hashed_training_args(warm_start_training_args(self.config)), sort_keys=True
+            )
         return hashlib.sha256(f"{chain}|{self.config.hash()}".encode()).hexdigest()[:16]
 
     @property

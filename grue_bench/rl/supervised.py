@@ -90,8 +90,9 @@ def causal_loss(lm, batch: dict[str, torch.Tensor], precision: Precision) -> tor
 
 class Supervised:
     """Fits a language model to the references of a data pool, stepped by ``Trainer`` as the RL
-    algorithms are: one ``step`` is a logging period of ``logging_steps`` optimizer steps (RL4LMs
-    logs and evaluates at their multiples, HF Trainer's ``logging_steps``), ``iteration`` counts
+    algorithms are: one ``step`` runs to the next multiple of ``logging_steps`` optimizer steps
+    (RL4LMs logs and evaluates at their multiples, HF Trainer's ``logging_steps``) or of
+    ``save_steps`` (where a run checkpoints), ``iteration`` counts
     optimizer steps, and ``n_steps(pool)`` is the ``n_iters`` of a whole fit. The batches' order
     is drawn from ``seed`` (one shuffle per epoch), not from the trainer's prompt RNG."""
 
@@ -141,6 +142,8 @@ class Supervised:
         self._scheduler: Any = None
         self._position = (0, 0)
         """(epoch, batches of it done): where the fit is."""
+        self._logged = 0
+        """The losses up to this index have been reported."""
         self._resumed: dict[str, Any] | None = None
 
     @property
@@ -201,13 +204,15 @@ class Supervised:
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint keeps of a fit under way (``rl/checkpoint.py``, beside the iteration
         and the random states): the trained weights, the optimizer's and the learning-rate
-        schedule's states, where in which epoch it is and every batch's loss so far."""
+        schedule's states, where in which epoch it is, every batch's loss so far and how many of them
+        were reported."""
         return {
             "policy": trained_state(self.model, frozen_names(self.model)),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self._scheduler.state_dict(),
             "position": list(self._position),
             "losses": list(self.losses),
+            "logged": self._logged,
             **({"grad_scaler": self.scaler.state_dict()} if self.scaler else {}),
         }
 
@@ -215,23 +220,28 @@ class Supervised:
         """Restore what ``state_dict`` returned; the fit goes on from its batch at the next step."""
         load_trained_state(self.model, state["policy"], frozen_names(self.model))
         self.losses = list(state["losses"])
+        self._logged = state.get("logged", len(self.losses))  # checkpoints were saved on log only
         if self.scaler:
             self.scaler.load_state_dict(state["grad_scaler"])
         self._resumed = state
 
     def step(self, pool: Sequence[Sample], rng: random.Random) -> dict[str, float]:
         """Optimizer steps on ``pool``'s references (the same pool at every call) up to the next
-        multiple of ``logging_steps`` or the fit's end; returns the mean loss of their batches as
-        ``train/loss`` at a multiple (a last, shorter period is not reported, as in HF Trainer)."""
+        multiple of ``logging_steps`` or ``save_steps``, or the fit's end; at a multiple of
+        ``logging_steps`` returns the mean loss of the batches since the last report as
+        ``train/loss`` (a last, shorter period is not reported, as in HF Trainer)."""
         if self._fitting is None:
             self._fitting = self._fit(pool)
         self.lm.train()
-        first = len(self.losses)
+        save_steps = self.args.save_steps or self.args.logging_steps
         for _ in self._fitting:
             if self.iteration % self.args.logging_steps == 0:
-                mean = sum(self.losses[first:]) / len(self.losses[first:])
+                period, self._logged = self.losses[self._logged :], len(self.losses)
+                mean = sum(period) / len(period)
                 log.info("supervised: optimizer step %d, loss %.4f", self.iteration, mean)
                 return {"train/loss": mean}
+            if self.iteration % save_steps == 0:
+                return {}  # a pause for the checkpoint
         return {}
 
     def _fit(self, samples: Sequence[Sample]) -> Iterator[None]:

@@ -1,7 +1,8 @@
 """The one training loop: ``Trainer(algorithm, pool, rng, callbacks).fit(n_iters)``.
 
 The loop steps the algorithm (an RL algorithm's iteration is one rollout and its update; the
-supervised stage's, ``logging_steps`` optimizer steps) and stops on non-finite statistics for
+supervised stage's step, optimizer steps up to the next multiple of ``logging_steps`` or
+``save_steps``) and stops on non-finite statistics for
 every caller. What a caller does around it, recording, evaluating, checkpointing,
 resuming, timing, it does in callbacks, called in list order at four points::
 

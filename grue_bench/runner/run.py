@@ -162,8 +162,9 @@ def _supervised_run(
     position: int,
     resume_from: Path | None,
 ):
-    """A supervised run: the references fitted in the one loop, validated and checkpointed every
-    ``logging_steps`` optimizer steps (where RL4LMs validates), then validated and tested; a run
+    """A supervised run: the references fitted in the one loop, validated every ``logging_steps``
+    optimizer steps (where RL4LMs validates) and checkpointed every ``save_steps`` (by default at
+    the same steps), then validated and tested; a run
     killed during its fit goes on from its last checkpoint, one killed after it reloads the fit it
     left in ``warm_start/``. Returns the LM, its optimizer steps, the final scores and generations."""
     warm = out / "warm_start"
@@ -175,7 +176,8 @@ def _supervised_run(
     every = stage.args.logging_steps
     evaluations = Evaluations(evaluator, recorder, every, "alg.training_args.logging_steps")
     recording = [RecordStats(recorder, out, run.label, position), SaveFit(out), evaluations]
-    run.train(stage, [*recording, CheckpointEvery(recorder, out, every)], resume_from=resume_from)
+    checkpoints = CheckpointEvery(recorder, out, stage.args.save_steps or every)
+    run.train(stage, [*recording, checkpoints], resume_from=resume_from)
     return stage.model, stage.iteration, evaluations.final, evaluations.generations
 
 

@@ -39,9 +39,12 @@ RECORD_FILE = "warm_start.json"
 def _supervised_settings(config) -> dict:
     """The supervised stage's settings as the key hashes them: float32 (no half precision asked
     for) as before precision was a setting, so that earlier fits keep their keys; gradient
-    checkpointing, which recomputes what it does not keep and fits the same, never."""
+    checkpointing, which recomputes what it does not keep and fits the same, and ``save_steps``,
+    never."""
     args = supervised_args(config)
-    same_fit = {"gradient_checkpointing"} | (set() if args.bf16 or args.fp16 else {"bf16", "fp16"})
+    same_fit = {"gradient_checkpointing", "save_steps"} | (
+        set() if args.bf16 or args.fp16 else {"bf16", "fp16"}
+    )
     return args.model_dump(mode="json", exclude=same_fit)
 
 

@@ -26,6 +26,16 @@ class Reports(Callback):
             self.reports.append((trainer.iteration, stats["train/loss"]))
 
 
+class Pauses(Callback):
+    """The optimizer step at which each ``step`` of the fit returned."""
+
+    def __init__(self, pauses: list) -> None:
+        self.pauses = pauses
+
+    def on_iteration_end(self, trainer, stats):
+        self.pauses.append(trainer.iteration)
+
+
 def fit(stage: Supervised, samples, *callbacks) -> list[float]:
     """A whole fit in the one loop; the loss of every batch."""
     Trainer(stage, samples, random.Random(0), callbacks).fit(stage.n_steps(samples))
@@ -109,19 +119,26 @@ def test_the_causal_loss_runs_the_lm_head_on_the_reference_columns_alone_and_equ
     assert float(ours) == pytest.approx(float(sum(alone) / tokens), abs=tolerance)
 
 
-def test_every_logging_steps_optimizer_steps_the_mean_loss_since_the_last_report_is_handed_on():
+@pytest.mark.parametrize("save_steps", [None, 2])
+def test_every_logging_steps_optimizer_steps_the_mean_loss_since_the_last_report_is_handed_on(save_steps):
     """RL4LMs's supervised trainer evaluates on log (HF Trainer's ``logging_steps``), counted in
-    optimizer steps: with 2 batches per step, a report every 3 steps covers 6 batches."""
+    optimizer steps: with 2 batches per step, a report every 3 steps covers 6 batches. The fit
+    also pauses every ``save_steps`` (for a checkpoint) without a report: the reports are the same."""
     tokenizer = word_tokenizer()
     args = SupervisedArgs(
-        per_device_train_batch_size=16, num_train_epochs=2, gradient_accumulation_steps=2, logging_steps=3
+        per_device_train_batch_size=16,
+        num_train_epochs=2,
+        gradient_accumulation_steps=2,
+        logging_steps=3,
+        save_steps=save_steps,
     )
     trainer = Supervised(tiny_causal(tokenizer), tokenizer, "causal", args, 8, 6)
-    reports = []
-    losses = fit(trainer, _samples(160, 0), Reports(reports))
+    reports, pauses = [], []
+    losses = fit(trainer, _samples(160, 0), Reports(reports), Pauses(pauses))
     assert trainer.iteration == trainer.n_steps(_samples(160, 0)) == 10  # 10 batches an epoch, 2 a step
     assert [step for step, _ in reports] == [3, 6, 9]  # the last, shorter period (step 10) is not
     assert [loss for _, loss in reports] == pytest.approx([sum(losses[k : k + 6]) / 6 for k in (0, 6, 12)])
+    assert pauses == ([3, 6, 9, 10] if save_steps is None else [2, 3, 4, 6, 8, 9, 10])
 
 
 def test_a_supervised_run_is_evaluated_every_logging_steps_and_last_at_its_final_step(tmp_path):
@@ -134,6 +151,7 @@ def test_a_supervised_run_is_evaluated_every_logging_steps_and_last_at_its_final
         "alg.training_args.num_train_epochs=1",
         "alg.training_args.per_device_train_batch_size=64",
         "alg.training_args.logging_steps=2",
+        "alg.training_args.save_steps=1",  # a checkpoint at every step, and no other row
         "datapool.id=commongen",
         "datapool.args.max_samples=256",
         "train_evaluation.eval_batch_size=200",

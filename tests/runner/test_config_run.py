@@ -263,6 +263,8 @@ def test_a_chains_key_changes_with_its_warm_starts_settings_which_its_config_doe
 
     before = keys()
     training_args = plugins.TASKS.get("imdb").profiles["tiny"]["algs"]["supervised"]["training_args"]
+    monkeypatch.setitem(training_args, "save_steps", 3)
+    assert keys() == before  # how often a checkpoint is saved changes nothing fitted
     monkeypatch.setitem(training_args, "num_train_epochs", 2)
     after = keys()
     assert after["supervised+ppo"] != before["supervised+ppo"]

@@ -111,15 +111,20 @@ def test_every_algorithm_resumed_from_its_checkpoint_repeats_the_uninterrupted_i
     assert history[2] != history[3]  # the iterations differ: the comparison is not vacuous
 
 
-def test_a_supervised_fit_resumed_from_its_checkpoint_repeats_the_uninterrupted_fit(tmp_path):
-    """Checkpointed at a logging period in the middle of its first epoch (2 batches a step), a
-    fit resumed in a freshly seeded run takes the same steps: the same losses and weights."""
+@pytest.mark.parametrize(("logging_steps", "save_steps", "at"), [(2, None, 2), (4, 3, 3)])
+def test_a_supervised_fit_resumed_from_its_checkpoint_repeats_the_uninterrupted_fit(
+    tmp_path, logging_steps, save_steps, at
+):
+    """Checkpointed in the middle of its first epoch (2 batches a step), at a logging period or
+    (``save_steps``) inside one, a fit resumed in a freshly seeded run takes the same steps: the
+    same losses, reports and weights."""
     data = task_config(plugins.TASKS.get("commongen"), "supervised", "tiny")
     for assignment in (
         "datapool={id: commongen, args: {max_samples: 24}}",
         "alg.training_args.per_device_train_batch_size=8",
         "alg.training_args.gradient_accumulation_steps=2",
-        "alg.training_args.logging_steps=2",
+        f"alg.training_args.logging_steps={logging_steps}",
+        f"alg.training_args.save_steps={save_steps or 'null'}",
         "alg.training_args.num_train_epochs=2",
     ):
         apply_override(data, assignment)
@@ -132,11 +137,12 @@ def test_a_supervised_fit_resumed_from_its_checkpoint_repeats_the_uninterrupted_
 
     whole, whole_trainer = fitted()
     assert whole.iteration == whole.n_steps(build_run(config, 0, ("train",)).pools["train"]) > 4
-    fitted(StopAfterCheckpoint(tmp_path / "checkpoint", at=2))
+    fitted(StopAfterCheckpoint(tmp_path / "checkpoint", at=at))
     resumed, trainer = fitted(resume_from=tmp_path / "checkpoint")
 
     assert resumed.iteration == whole.iteration and resumed.losses == whole.losses
-    assert trainer.history == whole_trainer.history[1:]  # the logging periods after the checkpoint
+    assert trainer.history == whole_trainer.history[1:]  # the pauses after the checkpoint
+    assert any("train/loss" in stats for stats in trainer.history)  # with a report that spans the cut
     before, after = whole.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(before[name], after[name]) for name in before)
 
