@@ -346,10 +346,10 @@ class SupervisedArgs(Strict):
     """Every this many optimizer steps the mean training loss is logged and recorded, and a
     ``supervised`` run is evaluated on validation (RL4LMs's evaluation callback runs on log)."""
     save_steps: PositiveInt | None = None
-    """Every this many optimizer steps a ``supervised`` run saves the checkpoint a killed run goes
-    on from (Hugging Face's ``TrainingArguments.save_steps``); unset, at every ``logging_steps``.
-    It changes nothing fitted: no run key or warm-start key hashes it. A chain's warm start is
-    not checkpointed during its fit."""
+    """Every this many optimizer steps a ``supervised`` run, or a chain's warm start, saves the
+    checkpoint a killed run goes on from (Hugging Face's ``TrainingArguments.save_steps``);
+    unset, at every ``logging_steps``. It changes nothing fitted: no run key or warm-start key
+    hashes it."""
     save_total_limit: PositiveInt | None = None
     """At most this many checkpoints kept: a run keeps one (its final ``model/``; a warm start the
     fit its chains share, ``warm_starts/<key>/``), so every limit holds."""

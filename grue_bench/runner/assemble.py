@@ -35,13 +35,15 @@ from grue_bench.plugins.components import build, checked_args
 from grue_bench.resolve import supervised_args
 from grue_bench.rl.adapters import add_adapter, merged
 from grue_bench.rl.algorithm import OnPolicyAlgorithm
+from grue_bench.rl.checkpoint import META_FILE
 from grue_bench.rl.hparams import PeftSettings
 from grue_bench.rl.policy import ActorCritic
 from grue_bench.rl.precision import Precision
 from grue_bench.rl.supervised import Supervised
 from grue_bench.rl.trainer import Algorithm, Callback, Trainer
-from grue_bench.runner.callbacks import AcrossProcesses, Resume
+from grue_bench.runner.callbacks import AcrossProcesses, Resume, SaveEvery
 from grue_bench.runner.generation import generation_settings
+from grue_bench.runner.world import is_lead_process
 
 log = logging.getLogger(__name__)
 
@@ -151,11 +153,19 @@ class Run:
             trainer.fit(self.config.train_evaluation.n_iters)
         return trainer
 
-    def warm_started(self, lm) -> tuple[Any, Supervised]:
+    def warm_started(self, lm, checkpoints: Path | None = None) -> tuple[Any, Supervised]:
         """``lm`` fitted by the supervised stage of a warm start, the adapter (if any) merged into
-        its weights (what RL starts from, and its reference); with the stage that fitted it."""
+        its weights (what RL starts from, and its reference); with the stage that fitted it. With
+        ``checkpoints``, the lead process saves a checkpoint there every ``save_steps`` (else
+        ``logging_steps``) optimizer steps, and a fit that finds one goes on from it."""
         stage = self.supervised(lm)
-        self.train(stage)
+        if checkpoints is None:
+            self.train(stage)
+            return merged(stage.model), stage
+        every = stage.args.save_steps or stage.args.logging_steps
+        saving = [SaveEvery(checkpoints, every)] if is_lead_process() else []
+        resume_from = checkpoints if (checkpoints / META_FILE).is_file() else None
+        self.train(stage, saving, resume_from=resume_from)
         return merged(stage.model), stage
 
 

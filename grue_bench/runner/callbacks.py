@@ -174,3 +174,16 @@ class CheckpointEvery(Callback):
             if not self.recorder.live:  # nothing is promoted before the run ends: keep only the newest
                 discard_staged(self.out, keep=iteration)
             self.recorder.checkpoint(iteration, str(self.out))
+
+
+class SaveEvery(Callback):
+    """A checkpoint in ``folder`` every ``every`` iterations but the last, replacing the one
+    before: a fit that records nothing until it ends (a chain's warm start) goes on from it."""
+
+    def __init__(self, folder: Path, every: int) -> None:
+        self.folder = folder
+        self.every = every
+
+    def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
+        if trainer.iteration % self.every == 0 and trainer.iteration < trainer.n_iters:
+            save_checkpoint(self.folder, trainer.algorithm, trainer.rng.getstate())

@@ -6,7 +6,8 @@ processes and the random states (dropout draws from them). All of it is hashed i
 the folder the fit is saved in (``<output>/<task>/warm_starts/<key>/``), together with the random
 states the fit ends in. A run that finds its folder loads the fit and those states, and goes on
 exactly as if it had fitted it: ``supervised+ppo`` and ``supervised+nlpo`` of one task and seed
-fit once, and a run killed after its warm start does not fit again. Anything that differs gives
+fit once, and a run killed after its warm start does not fit again; one killed during it goes
+on from the fit's last checkpoint (every ``save_steps``). Anything that differs gives
 another key, so a fit is never shared where it would not be the same.
 """
 
@@ -34,6 +35,9 @@ FOLDER = "warm_starts"
 FIT_FILE = "fit.json"
 RNG_FILE = "rng.pt"
 RECORD_FILE = "warm_start.json"
+CHECKPOINT_PREFIX = "warm_start_checkpoint-"
+"""A fit under way checkpoints in the run's folder ``<prefix><key>``: a run killed during it,
+started again, computes the same key and goes on from there (another key's is never read)."""
 
 
 def _supervised_settings(config) -> dict:
@@ -101,11 +105,13 @@ def warm_start(run: Run, lm, out: Path, device) -> tuple:
             fix="run it again from the start (grue run ... --force)",
         )
     else:
-        lm, stage = run.warm_started(lm)
+        lm, stage = run.warm_started(lm, checkpoints=out / f"{CHECKPOINT_PREFIX}{key}")
         fit = {"losses": stage.losses, "optimizer_steps": stage.iteration, "training": lm.training}
         fit.update(host_rng_state())
         _save(folder, lm, run.tokenizer, fit)
         log.info("warm start: supervised fit saved in %s", folder)
+        for checkpoint in out.glob(f"{CHECKPOINT_PREFIX}*"):  # this fit's, and any of another key
+            shutil.rmtree(checkpoint, ignore_errors=True)
     settings = supervised_args(run.config).model_dump(mode="json")
     record.write_text(json.dumps({"key": key, "training_args": settings}))
     return lm, fit["losses"], fit["optimizer_steps"]

@@ -14,6 +14,7 @@ import numpy
 import pytest
 import torch
 
+from grue_bench import plugins
 from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.models import BaseLM
@@ -57,9 +58,9 @@ def fits(monkeypatch):
     """The supervised fits actually made."""
     made = []
 
-    def counted(run, lm):
+    def counted(run, lm, checkpoints=None):
         made.append(run.seed)
-        return fit(run, lm)
+        return fit(run, lm, checkpoints)
 
     fit = Run.warm_started
     monkeypatch.setattr(Run, "warm_started", counted)
@@ -101,6 +102,46 @@ def test_a_recorded_fit_that_is_gone_is_an_error_naming_it(tmp_path, fits):
         start(run)
     assert f"the supervised warm start this run started from is gone: {fit}" in str(caught.value)
     assert "--force" in str(caught.value)
+
+
+class Killed(Exception):
+    """The process dies here."""
+
+
+def test_a_fit_killed_midway_goes_on_from_its_checkpoint_as_if_never_stopped(tmp_path, fits, monkeypatch):
+    """A warm start checkpoints every ``save_steps`` in the run's folder: started again after a kill
+    at its third step, it loads the checkpoint of its second and ends as the fit that was never
+    stopped (weights, losses, random states); the checkpoint is gone once the fit is saved."""
+    from grue_bench.rl.supervised import Supervised
+
+    profile = plugins.TASKS.get("increasing_numbers").profiles["tiny"]
+    monkeypatch.setitem(
+        profile, "algs", {"supervised": {"training_args": {"per_device_train_batch_size": 4}}}
+    )
+    monkeypatch.setitem(profile["algs"]["supervised"]["training_args"], "save_steps", 1)
+    whole = start(tmp_path / "alone/task/supervised+ppo/seed0-a")
+    assert whole[2] == 3  # 12 references in batches of 4
+
+    step, steps = Supervised.step, []
+
+    def dying(stage, pool, rng):  # the steps the fit starts at: the third one is killed
+        steps.append(stage.iteration)
+        if len(steps) == 3:
+            raise Killed
+        return step(stage, pool, rng)
+
+    run = tmp_path / "runs/task/supervised+ppo/seed0-a"
+    monkeypatch.setattr(Supervised, "step", dying)
+    with pytest.raises(Killed):
+        start(run)
+    (checkpoint,) = run.glob(f"{module.CHECKPOINT_PREFIX}*")
+    assert json.loads((checkpoint / "meta.json").read_text())["iteration"] == 2
+    steps.clear()
+    resumed = start(run)
+    assert steps == [2]  # it went on from the checkpoint: one step left to take
+    assert len(fits) == 3 and same_weights(resumed[0], whole[0])
+    assert resumed[1:3] == whole[1:3] and same_after(resumed[3], whole[3])
+    assert not list(run.glob(f"{module.CHECKPOINT_PREFIX}*"))
 
 
 def test_the_chains_of_a_seed_fit_once_and_store_what_each_stores_alone(tmp_path):
