@@ -3,6 +3,7 @@
 
     python benchmarks/bench_small.py                 # both workloads once
     python benchmarks/bench_small.py --repeats 2     # alternated: ppo, grpo, ppo, grpo
+    python benchmarks/bench_small.py --compile       # the sampler's decode step compiled
 
 The workloads are issue 42's: 16 IMDB openings (the first 16 train prompts, cut to their first
 ``--prompt-words`` words: short prompts of different lengths, as users' prompts are), 32 new tokens,
@@ -50,6 +51,7 @@ def main() -> None:
     parser.add_argument("--prompt-words", type=int, default=6)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--compile", action="store_true", help="compile the sampler's decode step")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         prompts = Path(folder) / "prompts.txt"
@@ -59,7 +61,7 @@ def main() -> None:
             for name, workload in WORKLOADS.items():
                 command = [sys.executable, str(HERE / "bench_rl.py"), *COMMON, *workload]
                 command += ["--prompts", str(prompts), "--threads", str(args.threads)]
-                command += ["--precision", args.precision]
+                command += ["--precision", args.precision, *(["--compile"] if args.compile else [])]
                 out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
                 figures = json.loads(out.strip().splitlines()[-1])
                 print(json.dumps({"workload": name, "repeat": repeat, **figures}), flush=True)
