@@ -367,6 +367,11 @@ class SupervisedArgs(Strict):
     """Fit a PEFT adapter (LoRA by default) instead of every weight (``alg.training_args.peft``).
     A warm start's adapter is merged into the weights that RL starts from."""
 
+    @property
+    def checkpoint_every(self) -> int:
+        """The optimizer steps between checkpoints: ``save_steps``, else ``logging_steps``."""
+        return self.save_steps or self.logging_steps
+
     @model_validator(mode="after")
     def _one_precision(self) -> SupervisedArgs:
         one_precision(self.bf16, self.fp16)

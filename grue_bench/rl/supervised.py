@@ -233,14 +233,13 @@ class Supervised:
         if self._fitting is None:
             self._fitting = self._fit(pool)
         self.lm.train()
-        save_steps = self.args.save_steps or self.args.logging_steps
         for _ in self._fitting:
             if self.iteration % self.args.logging_steps == 0:
                 period, self._logged = self.losses[self._logged :], len(self.losses)
                 mean = sum(period) / len(period)
                 log.info("supervised: optimizer step %d, loss %.4f", self.iteration, mean)
                 return {"train/loss": mean}
-            if self.iteration % save_steps == 0:
+            if self.iteration % self.args.checkpoint_every == 0:
                 return {}  # a pause for the checkpoint
         return {}
 

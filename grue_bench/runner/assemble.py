@@ -159,12 +159,10 @@ class Run:
         ``checkpoints``, the lead process saves a checkpoint there every ``save_steps`` (else
         ``logging_steps``) optimizer steps, and a fit that finds one goes on from it."""
         stage = self.supervised(lm)
-        if checkpoints is None:
-            self.train(stage)
-            return merged(stage.model), stage
-        every = stage.args.save_steps or stage.args.logging_steps
-        saving = [SaveEvery(checkpoints, every)] if is_lead_process() else []
-        resume_from = checkpoints if (checkpoints / META_FILE).is_file() else None
+        saving, resume_from = [], None
+        if checkpoints is not None:
+            saving = [SaveEvery(checkpoints, stage.args.checkpoint_every)] if is_lead_process() else []
+            resume_from = checkpoints if (checkpoints / META_FILE).is_file() else None
         self.train(stage, saving, resume_from=resume_from)
         return merged(stage.model), stage
 

@@ -158,6 +158,12 @@ class Evaluations(Callback):
         self.final, self.generations = final_evaluation(self.evaluator, lm, trainer.iteration)
 
 
+def checkpoint_due(trainer: Trainer, every: int) -> bool:
+    """Whether a checkpoint is due after this iteration: every ``every`` iterations, not at the
+    last (the run is finished then)."""
+    return trainer.iteration % every == 0 and trainer.iteration < trainer.n_iters
+
+
 class CheckpointEvery(Callback):
     """A staged checkpoint every ``every`` iterations (not at the last: the run is finished then),
     promoted by the writer once it has stored the rows sent before it."""
@@ -169,7 +175,7 @@ class CheckpointEvery(Callback):
 
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
         iteration = trainer.iteration
-        if iteration % self.every == 0 and iteration < trainer.n_iters:
+        if checkpoint_due(trainer, self.every):
             save_checkpoint(staged_dir(self.out, iteration), trainer.algorithm, trainer.rng.getstate())
             if not self.recorder.live:  # nothing is promoted before the run ends: keep only the newest
                 discard_staged(self.out, keep=iteration)
@@ -185,5 +191,5 @@ class SaveEvery(Callback):
         self.every = every
 
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
-        if trainer.iteration % self.every == 0 and trainer.iteration < trainer.n_iters:
+        if checkpoint_due(trainer, self.every):
             save_checkpoint(self.folder, trainer.algorithm, trainer.rng.getstate())

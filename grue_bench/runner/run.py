@@ -176,7 +176,7 @@ def _supervised_run(
     every = stage.args.logging_steps
     evaluations = Evaluations(evaluator, recorder, every, "alg.training_args.logging_steps")
     recording = [RecordStats(recorder, out, run.label, position), SaveFit(out), evaluations]
-    checkpoints = CheckpointEvery(recorder, out, stage.args.save_steps or every)
+    checkpoints = CheckpointEvery(recorder, out, stage.args.checkpoint_every)
     run.train(stage, [*recording, checkpoints], resume_from=resume_from)
     return stage.model, stage.iteration, evaluations.final, evaluations.generations
 

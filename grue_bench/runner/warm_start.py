@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from grue_bench.config import hashed_training_args
 from grue_bench.errors import GrueError
 from grue_bench.models import load_base_lm
 from grue_bench.resolve import supervised_args
@@ -46,10 +47,8 @@ def _supervised_settings(config) -> dict:
     checkpointing, which recomputes what it does not keep and fits the same, and ``save_steps``,
     never."""
     args = supervised_args(config)
-    same_fit = {"gradient_checkpointing", "save_steps"} | (
-        set() if args.bf16 or args.fp16 else {"bf16", "fp16"}
-    )
-    return args.model_dump(mode="json", exclude=same_fit)
+    same_fit = {"gradient_checkpointing"} | (set() if args.bf16 or args.fp16 else {"bf16", "fp16"})
+    return hashed_training_args(args.model_dump(mode="json", exclude=same_fit))
 
 
 def fit_key(run: Run, lm) -> str:
