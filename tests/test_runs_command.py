@@ -65,16 +65,40 @@ def test_reading_a_sealed_store_leaves_it_as_it_is(tmp_path: Path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grue.db"]  # no -wal or -shm beside it
 
 
+def test_totals_add_up_recorded_time_per_task_and_algorithm(tmp_path: Path, capsys):
+    path = tmp_path / "grue.db"
+    with Store(path) as store:
+        runs = [
+            start(store, seed=0),
+            start(store, seed=1),
+            start(store, seed=0, alg="nlpo"),
+            start(store, seed=2),
+        ]
+        for run in runs[:3]:
+            store.finish_run(run.id)
+    with sqlite3.connect(path) as db:  # the recorded times, every attempt added up (as a resumed run's)
+        for run, seconds in zip(runs[:3], (600.0, 4500.0, 90.0), strict=True):
+            db.execute("UPDATE runs SET duration_s = ? WHERE id = ?", (seconds, run.id))
+    assert main(["runs", "--store", str(path), "--totals"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert lines == [
+        ["task", "alg", "runs", "total", "longest", "longest", "run"],
+        ["imdb", "nlpo", "1", "1m30s", "1m30s", "seed", "0"],
+        ["imdb", "ppo", "3", "1h25m", "1h15m", "seed", "1"],  # the unstarted seed 2: a run, no time
+        ["all", "4", "1h26m", "1h15m", "imdb", "ppo", "seed", "1"],
+    ]
+
+
 @pytest.mark.parametrize(("seconds", "shown"), [(None, "-"), (4.25, "4.2s"), (125, "2m05s"), (7380, "2h03m")])
 def test_durations_are_readable(seconds, shown):
     assert _format_duration(seconds) == shown
 
 
-def start(store: Store, *, seed: int):
+def start(store: Store, *, seed: int, alg: str = "ppo"):
     return store.start_run(
         task="imdb",
         task_version=1,
-        alg="ppo",
+        alg=alg,
         seed=seed,
         profile="tiny",
         model="tiny-gpt2",
