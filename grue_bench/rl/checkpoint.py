@@ -15,9 +15,11 @@ can be ahead of the writer when both are killed)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -112,6 +114,18 @@ def set_torch_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch_rng"])
     if state["cuda_rng"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda_rng"])
+
+
+@contextlib.contextmanager
+def random_states_kept() -> Iterator[None]:
+    """Run the block, then put torch's, Python's and NumPy's global random states back as they
+    were: what comes after draws as if the block had not run."""
+    torch_state, host_state = torch_rng_state(), host_rng_state()
+    try:
+        yield
+    finally:
+        set_torch_rng_state(torch_state)
+        set_host_rng_state(host_state)
 
 
 def host_rng_state() -> dict[str, Any]:

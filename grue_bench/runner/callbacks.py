@@ -5,6 +5,7 @@ iteration's rows)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from pathlib import Path
@@ -13,7 +14,13 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from grue_bench.rl.checkpoint import discard_staged, load_checkpoint, save_checkpoint, staged_dir
+from grue_bench.rl.checkpoint import (
+    discard_staged,
+    load_checkpoint,
+    random_states_kept,
+    save_checkpoint,
+    staged_dir,
+)
 from grue_bench.rl.trainer import Callback, Trainer
 from grue_bench.runner.evaluator import Evaluator, append_jsonl
 from grue_bench.runner.recorder import Recorder
@@ -120,7 +127,10 @@ def final_evaluation(evaluator: Evaluator, lm, iteration: int) -> tuple[dict, di
 
 class Evaluations(Callback):
     """Validation every ``every`` iterations (not at the last: the final evaluation covers it),
-    then validation and test after the last iteration, kept as ``final`` and ``generations``."""
+    then validation and test after the last iteration, kept as ``final`` and ``generations``.
+    With ``draws_kept`` the validations between iterations leave the random states as they found
+    them: the training draws what it would draw without them (a supervised run's fit is then the
+    fit a chain's warm start makes from the same state, and is shared with it)."""
 
     def __init__(
         self,
@@ -128,12 +138,14 @@ class Evaluations(Callback):
         recorder: Recorder,
         every: int,
         every_key: str = "train_evaluation.eval_every",
+        draws_kept: bool = False,
     ) -> None:
         self.evaluator = evaluator
         self.recorder = recorder
         self.every = every
         self.every_key = every_key
         """The config key ``every`` comes from, for the log (a supervised run's is its logging_steps)."""
+        self.draws_kept = draws_kept
         self.final: dict[str, dict[str, float]] = {}
         self.generations: dict[str, list[dict[str, Any]]] = {}
 
@@ -149,7 +161,8 @@ class Evaluations(Callback):
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
         iteration = trainer.iteration
         if iteration % self.every == 0 and iteration < trainer.n_iters:
-            table, rows = self.evaluator(trainer.algorithm.model, "validation", iteration)
+            with random_states_kept() if self.draws_kept else contextlib.nullcontext():
+                table, rows = self.evaluator(trainer.algorithm.model, "validation", iteration)
             self.recorder.metrics(iteration, "validation", table)
             self.recorder.generations(iteration, "validation", rows)
 

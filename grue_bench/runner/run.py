@@ -31,7 +31,7 @@ from grue_bench.runner.evaluator import Evaluator, append_jsonl
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
 from grue_bench.runner.trackers import Trackers, TrackingRecorder
-from grue_bench.runner.warm_start import warm_start
+from grue_bench.runner.warm_start import record_key, recorded_key, share_fit, warm_start
 from grue_bench.runner.world import is_lead_process
 from grue_bench.store import BEFORE_TRAINING
 
@@ -139,15 +139,18 @@ def _record_test(evaluator: Evaluator, recorder: Recorder, lm, iteration: int) -
 
 class SaveFit(Callback):
     """When a supervised run's fit ends (before its final evaluation): its losses and optimizer
-    steps go to ``training_info.jsonl``, then the fitted LM and tokenizer to ``warm_start/``, for
-    a run killed after the fit to reload."""
+    steps go to ``training_info.jsonl``, the fit to the folder the chains of its ``key`` warm
+    start from (``share_fit``), then the fitted LM and tokenizer to ``warm_start/``, for a run
+    killed after the fit to reload."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, key: str) -> None:
         self.out = out
+        self.key = key
 
     def on_train_end(self, trainer: Trainer) -> None:
         stage = trainer.algorithm
         _log_supervised(self.out, stage.losses, stage.iteration)
+        share_fit(self.out, self.key, stage, stage.tokenizer)
         stage.model.save_pretrained(self.out / "warm_start")
         stage.tokenizer.save_pretrained(self.out / "warm_start")  # a folder load_base_lm reads
 
@@ -163,8 +166,9 @@ def _supervised_run(
     resume_from: Path | None,
 ):
     """A supervised run: the references fitted in the one loop, validated every ``logging_steps``
-    optimizer steps (where RL4LMs validates) and checkpointed every ``save_steps`` (by default at
-    the same steps), then validated and tested; a run
+    optimizer steps (where RL4LMs validates; the random states left as they were, so that the fit
+    is the one a chain's warm start makes, and is shared with the chains) and checkpointed every
+    ``save_steps`` (by default at the same steps), then validated and tested; a run
     killed during its fit goes on from its last checkpoint, one killed after it reloads the fit it
     left in ``warm_start/``. Returns the LM, its optimizer steps, the final scores and generations."""
     warm = out / "warm_start"
@@ -172,10 +176,12 @@ def _supervised_run(
         lm = load_base_lm(run.model_type, model_name=str(warm)).model.to(device)
         steps = _supervised_steps(out)
         return lm, steps, *final_evaluation(evaluator, lm, steps)
+    key = recorded_key(run, lm, out)  # before the stage draws (an adapter's initialization)
+    record_key(run, out, key)
     stage = run.supervised(lm)
     every = stage.args.logging_steps
-    evaluations = Evaluations(evaluator, recorder, every, "alg.training_args.logging_steps")
-    recording = [RecordStats(recorder, out, run.label, position), SaveFit(out), evaluations]
+    evaluations = Evaluations(evaluator, recorder, every, "alg.training_args.logging_steps", draws_kept=True)
+    recording = [RecordStats(recorder, out, run.label, position), SaveFit(out, key), evaluations]
     checkpoints = CheckpointEvery(recorder, out, stage.args.checkpoint_every)
     run.train(stage, [*recording, checkpoints], resume_from=resume_from)
     return stage.model, stage.iteration, evaluations.final, evaluations.generations

@@ -6,13 +6,15 @@ processes and the random states (dropout draws from them). All of it is hashed i
 the folder the fit is saved in (``<output>/<task>/warm_starts/<key>/``), together with the random
 states the fit ends in. A run that finds its folder loads the fit and those states, and goes on
 exactly as if it had fitted it: ``supervised+ppo`` and ``supervised+nlpo`` of one task and seed
-fit once, and a run killed after its warm start does not fit again; one killed during it goes
+fit once (or not at all, when the ``supervised`` run of that seed saved its fit: ``share_fit``),
+and a run killed after its warm start does not fit again; one killed during it goes
 on from the fit's last checkpoint (every ``save_steps``). Anything that differs gives
 another key, so a fit is never shared where it would not be the same.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -26,6 +28,7 @@ from grue_bench.config import hashed_training_args
 from grue_bench.errors import GrueError
 from grue_bench.models import load_base_lm
 from grue_bench.resolve import supervised_args
+from grue_bench.rl.adapters import is_adapted, merged
 from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.runner.assemble import Run
 from grue_bench.runner.world import world_size
@@ -83,13 +86,13 @@ def _bytes(tensor: torch.Tensor) -> bytes:
 
 def warm_start(run: Run, lm, out: Path, device) -> tuple:
     """The warm-started LM, its supervised losses and optimizer steps, for the run whose folder is
-    ``out``: loaded from the folder of its fit key if an earlier run saved it, else fitted and saved
-    there; the random states are left as the fit left them. The run records the key it used
-    (``warm_start.json``): a resumed run, whose random states come from its checkpoint, loads
-    that fit."""
+    ``out``: loaded from the folder of its fit key if an earlier run saved it (a chain's, or a
+    supervised run's of the same key: ``share_fit``), else fitted and saved there; the random
+    states are left as the fit left them. The run records the key it used (``warm_start.json``): a
+    resumed run, whose random states come from its checkpoint, loads that fit."""
     record = out / RECORD_FILE
-    key = json.loads(record.read_text())["key"] if record.is_file() else fit_key(run, lm)
-    folder = out.parents[1] / FOLDER / key
+    key = recorded_key(run, lm, out)
+    folder = fit_folder(out, key)
     if (folder / FIT_FILE).is_file():
         log.info("warm start: loading the supervised fit saved in %s", folder)
         fit = json.loads((folder / FIT_FILE).read_text())
@@ -105,15 +108,47 @@ def warm_start(run: Run, lm, out: Path, device) -> tuple:
         )
     else:
         lm, stage = run.warm_started(lm, checkpoints=out / f"{CHECKPOINT_PREFIX}{key}")
-        fit = {"losses": stage.losses, "optimizer_steps": stage.iteration, "training": lm.training}
-        fit.update(host_rng_state())
-        _save(folder, lm, run.tokenizer, fit)
-        log.info("warm start: supervised fit saved in %s", folder)
+        fit = _save_fit(folder, lm, run.tokenizer, stage)
         for checkpoint in out.glob(f"{CHECKPOINT_PREFIX}*"):  # this fit's, and any of another key
             shutil.rmtree(checkpoint, ignore_errors=True)
-    settings = supervised_args(run.config).model_dump(mode="json")
-    record.write_text(json.dumps({"key": key, "training_args": settings}))
+    record_key(run, out, key)
     return lm, fit["losses"], fit["optimizer_steps"]
+
+
+def recorded_key(run: Run, lm, out: Path) -> str:
+    """The fit key the run in ``out`` recorded, else that of a fit of ``lm`` starting now."""
+    record = out / RECORD_FILE
+    return json.loads(record.read_text())["key"] if record.is_file() else fit_key(run, lm)
+
+
+def record_key(run: Run, out: Path, key: str) -> None:
+    """Record in the run's folder the key of its fit, with the supervised settings it was made with."""
+    settings = supervised_args(run.config).model_dump(mode="json")
+    (out / RECORD_FILE).write_text(json.dumps({"key": key, "training_args": settings}))
+
+
+def fit_folder(out: Path, key: str) -> Path:
+    """Where the fit of ``key`` is kept for the runs of the task whose run folder is ``out``."""
+    return out.parents[1] / FOLDER / key
+
+
+def share_fit(out: Path, key: str, stage, tokenizer) -> None:
+    """A supervised run's fit (``stage``, just ended), saved where the chains of its key look for
+    their warm start: the same task, seed, settings and random states make the same fit, so they
+    load it instead of fitting again. Its adapter, if any, is merged into a copy (the run goes on
+    with its own model)."""
+    lm = merged(copy.deepcopy(stage.model)) if is_adapted(stage.model) else stage.model
+    _save_fit(fit_folder(out, key), lm, tokenizer, stage)
+
+
+def _save_fit(folder: Path, lm, tokenizer, stage) -> dict:
+    """Save ``lm`` as the fit ``stage`` made, with the random states as the fit left them (now);
+    returns what ``fit.json`` holds."""
+    fit = {"losses": stage.losses, "optimizer_steps": stage.iteration, "training": lm.training}
+    fit.update(host_rng_state())
+    _save(folder, lm, tokenizer, fit)
+    log.info("warm start: supervised fit saved in %s", folder)
+    return fit
 
 
 def _save(folder: Path, lm, tokenizer, fit: dict) -> None:

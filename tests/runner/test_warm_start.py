@@ -9,6 +9,7 @@ import json
 import random
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy
 import pytest
@@ -22,6 +23,7 @@ from grue_bench.resolve import supervised_args
 from grue_bench.resolve.grid import WARM_START, build_specs
 from grue_bench.runner import warm_start as module
 from grue_bench.runner.assemble import Run
+from grue_bench.runner.callbacks import Evaluations
 from grue_bench.runner.warm_start import FOLDER, warm_start
 from tests.rl.tiny_lm import tiny_causal, word_tokenizer
 from tests.runner.test_runner import grue_run, rows
@@ -144,18 +146,22 @@ def test_a_fit_killed_midway_goes_on_from_its_checkpoint_as_if_never_stopped(tmp
     assert not list(run.glob(f"{module.CHECKPOINT_PREFIX}*"))
 
 
-def test_the_chains_of_a_seed_fit_once_and_store_what_each_stores_alone(tmp_path):
+def test_a_seed_fits_once_for_its_supervised_run_and_chains_each_storing_what_it_stores_alone(tmp_path):
     def run(folder: Path, algs: str):
         command = grue_run(folder, "--jobs=1")
         command[command.index("--alg") + 1] = algs
-        folder.mkdir()
+        if algs == "supervised":  # the RL stage's settings are not a supervised run's
+            command = [part for part in command if not part.startswith("--set=alg.args.")]
+        folder.mkdir(exist_ok=True)
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         assert result.returncode == 0, result.stderr[-2000:]
         return result.stderr
 
-    log = run(tmp_path / "both", "supervised+ppo,supervised+nlpo")
+    # the supervised run fits first (its validations between logging steps draw nothing the fit
+    # sees) and both chains load its fit: they store what a chain that fitted alone stores
+    log = run(tmp_path / "both", "supervised") + run(tmp_path / "both", "supervised+ppo,supervised+nlpo")
     assert log.count("warm start: supervised fit saved") == 1
-    assert log.count("warm start: loading the supervised fit") == 1
+    assert log.count("warm start: loading the supervised fit") == 2
     assert len(list((tmp_path / "both/runs/increasing_numbers" / FOLDER).iterdir())) == 1
     run(tmp_path / "alone", "supervised+nlpo")
     query = (
@@ -171,3 +177,26 @@ def test_the_chains_of_a_seed_fit_once_and_store_what_each_stores_alone(tmp_path
     assert json.loads(configs["supervised+nlpo"])[WARM_START] == {"training_args": settings}
     (record,) = (tmp_path / "both/runs/increasing_numbers/supervised+ppo").glob(f"*/{module.RECORD_FILE}")
     assert json.loads(record.read_text())["training_args"] == settings
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_a_supervised_runs_validations_leave_the_random_states_its_fit_draws_from(kept):
+    """What makes a supervised run's fit a chain's (whose fit validates nothing): with
+    ``draws_kept`` a validation between iterations, which samples, leaves torch's, Python's and
+    NumPy's random states as it found them."""
+
+    def sampling_evaluator(lm, split, iteration):
+        return {"score": float(torch.rand(1)) + random.random() + numpy.random.random()}, []
+
+    def draws():
+        return float(torch.rand(1)), random.random(), float(numpy.random.random())
+
+    recorder = SimpleNamespace(metrics=lambda *args: None, generations=lambda *args: None)
+    evaluations = Evaluations(sampling_evaluator, recorder, every=2, draws_kept=kept)
+    trainer = SimpleNamespace(iteration=2, n_iters=4, algorithm=SimpleNamespace(model=None))
+    for state in (0, 1):
+        torch.manual_seed(state), random.seed(state), numpy.random.seed(state)
+        undisturbed = draws()
+        torch.manual_seed(state), random.seed(state), numpy.random.seed(state)
+        evaluations.on_iteration_end(trainer, {})
+        assert (draws() == undisturbed) is kept
