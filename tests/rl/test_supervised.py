@@ -1,5 +1,6 @@
 """Supervised fine-tuning lowers the validation loss (causal and seq2seq), and encodes labels right."""
 
+import json
 import random
 
 import pytest
@@ -145,6 +146,7 @@ def test_a_supervised_run_is_evaluated_every_logging_steps_and_last_at_its_final
     """Its iterations are optimizer steps: validation at each logged step, then the final scores."""
     from grue_bench.resolve.grid import build_specs
     from grue_bench.runner.executor import GridExecutor
+    from grue_bench.runner.warm_start import FIT_FILE, FOLDER, RECORD_FILE
     from grue_bench.store import Store
 
     overrides = [
@@ -169,8 +171,13 @@ def test_a_supervised_run_is_evaluated_every_logging_steps_and_last_at_its_final
     assert final >= 4
     assert steps == sorted({*range(2, final + 1, 2), final})
     assert [iteration for iteration, _ in train] == list(range(2, final + 1, 2))
-    saved = [path.parent.name for path in (tmp_path / "runs").rglob("config.json")]
+    run_folder = tmp_path / "runs" / "commongen" / "supervised"
+    saved = [path.parent.name for path in run_folder.rglob("config.json")]
     assert saved == ["model"]  # one checkpoint kept: any save_total_limit holds
+    shared = list((tmp_path / "runs" / "commongen" / FOLDER).iterdir())
+    record = json.loads(next(run_folder.rglob(RECORD_FILE)).read_text())
+    assert [fit.name for fit in shared] == [record["key"]]
+    assert (shared[0] / FIT_FILE).is_file()  # and its fit, for the chains of its seed (warm_start.py)
 
 
 def test_gradient_checkpointing_gives_the_same_loss_and_gradients():
