@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.plugins.components import build
-from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
+from grue_bench.rl.checkpoint import random_states_kept
 from grue_bench.schema import Component
 
 log = logging.getLogger(__name__)
@@ -145,23 +145,12 @@ def score(
     skipped when no model is given (never scored as 0), and runs it inside ``model_precision()``
     (the run's autocast: perplexity under the policy as the policy runs); the others, their own
     models included, in float32. The global random states are left as they were found
-    (``random_states_kept``)."""
+    (``random_states_kept``): a metric backend's first use in a process can draw from them (an
+    import does: ``rich.style`` takes ``random.getrandbits``), so without it a run's random states,
+    and the supervised warm start keyed on them, would depend on whether another run of the process
+    had used that backend."""
     with random_states_kept():
         return _score(metrics, samples, generations, model, split, model_precision)
-
-
-@contextmanager
-def random_states_kept() -> Iterator[None]:
-    """Restore Python's, NumPy's and torch's global random states on leaving. A metric backend's
-    first use in a process can draw from them (an import does: ``rich.style`` takes
-    ``random.getrandbits``), so without this a run's random states, and the supervised warm start
-    keyed on them, would depend on whether another run of the process had used that backend."""
-    host, device = host_rng_state(), torch_rng_state()
-    try:
-        yield
-    finally:
-        set_host_rng_state(host)
-        set_torch_rng_state(device)
 
 
 def _is_mean(per_sample: list[float] | None, corpus: float, count: int) -> bool:

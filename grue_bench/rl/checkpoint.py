@@ -119,7 +119,8 @@ def set_torch_rng_state(state: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def random_states_kept() -> Iterator[None]:
     """Run the block, then put torch's, Python's and NumPy's global random states back as they
-    were: what comes after draws as if the block had not run."""
+    were: what comes after draws as if the block had not run (scoring, a supervised run's
+    validations)."""
     torch_state, host_state = torch_rng_state(), host_rng_state()
     try:
         yield
