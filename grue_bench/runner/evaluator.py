@@ -86,7 +86,7 @@ def score_texts(
     """Score ``texts`` with the config's metrics (its task's): those that run ``lm`` (perplexity
     under the policy) in the run's ``precision``, the others in float32; the scores and one row
     per sample."""
-    metrics = config.train_evaluation.metrics or plugins.TASKS.get(config.task).metrics
+    metrics = evaluation_metrics(config)
     if model_type == "causal":
         lm.tokenizer = tokenizer  # model-bound metrics (perplexity) read it from the model
     model = lm if model_type == "causal" else None
@@ -102,6 +102,11 @@ def score_texts(
         for i, (s, t) in enumerate(zip(samples, texts, strict=True))
     ]
     return scores, rows
+
+
+def evaluation_metrics(config: RunConfig) -> list:
+    """The metrics a run is evaluated with: ``train_evaluation.metrics``, else its task's."""
+    return config.train_evaluation.metrics or plugins.TASKS.get(config.task).metrics
 
 
 def append_jsonl(path: Path, row: dict[str, Any]) -> None:
@@ -142,7 +147,18 @@ class Evaluator:
             lm, self.tokenizer, self.model_type, self.config, samples, split, self.device, self.precision
         )
         table = scores.corpus()
+        self.record(split, iteration, table, rows, scores.skipped)
+        return table, rows
+
+    def record(
+        self,
+        split: str,
+        iteration: int,
+        table: dict[str, float],
+        rows: list[dict[str, Any]],
+        skipped: dict[str, str],
+    ) -> None:
+        """Write an evaluation's scores and predictions to disk, and keep the metrics it skipped."""
         append_jsonl(self.out / f"{split}_metrics.jsonl", {"iteration": iteration, **table})
         (self.out / "predictions" / f"{split}_{iteration}.json").write_text(json.dumps(rows, indent=1))
-        self.skipped.update(scores.skipped)
-        return table, rows
+        self.skipped.update(skipped)

@@ -1,7 +1,7 @@
-"""One run, end to end: test before training (iteration -1), a supervised warm start if asked
-(tested at iteration 0), RL with validation every ``eval_every`` and a checkpoint every
-``save_every``, then validation and test after the last iteration n. Resumes from the last
-checkpoint.
+"""One run, end to end: test before training (iteration -1; shared by the runs that test the
+same LM the same way: ``zero_shot``), a supervised warm start if asked (tested at iteration 0),
+RL with validation every ``eval_every`` and a checkpoint every ``save_every``, then validation
+and test after the last iteration n. Resumes from the last checkpoint.
 
 Artifacts on disk, as RL4LMs writes them: ``config.yaml``, ``rollout_info.jsonl``,
 ``training_info.jsonl``, ``validation_metrics.jsonl``, ``test_metrics.jsonl``, predictions per
@@ -33,6 +33,7 @@ from grue_bench.runner.recorder import Recorder
 from grue_bench.runner.trackers import Trackers, TrackingRecorder
 from grue_bench.runner.warm_start import record_key, recorded_key, share_fit, warm_start
 from grue_bench.runner.world import is_lead_process
+from grue_bench.runner.zero_shot import zero_shot_test
 from grue_bench.store import BEFORE_TRAINING
 
 WARM_START = 0
@@ -96,8 +97,8 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
     if lead:
         discard_staged(out)
     lm.to(device)
-    if lead and not resuming:
-        _record_test(evaluator, recorder, lm, BEFORE_TRAINING)
+    if lead and not resuming:  # the test before training, shared by the runs of the same LM
+        _record_test(recorder, BEFORE_TRAINING, *zero_shot_test(evaluator, lm))
 
     if spec.alg == "supervised":  # its iterations are optimizer steps
         lm, steps, final, generations = _supervised_run(
@@ -110,7 +111,8 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
         lm, losses, steps = warm_start(run, lm, out, device)
         if lead and not resuming:
             _log_supervised(out, losses, steps)
-            _record_test(evaluator, recorder, lm, WARM_START)  # what RL has to improve on
+            test = evaluator(lm, "test", WARM_START)  # what RL has to improve on
+            _record_test(recorder, WARM_START, *test)
 
     algorithm = run.rl(lm)
     every_eval = config.train_evaluation.eval_every
@@ -129,10 +131,11 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
     return _finish(spec, evaluator, lm, trainer.iteration, final, generations, run.base.name, started)
 
 
-def _record_test(evaluator: Evaluator, recorder: Recorder, lm, iteration: int) -> None:
-    """Test ``lm`` at ``iteration`` and store its scores and generations (the zero-shot row of a
-    leaderboard is packaged from those of iteration -1, so the store alone holds it)."""
-    table, rows = evaluator(lm, "test", iteration)
+def _record_test(
+    recorder: Recorder, iteration: int, table: dict[str, float], rows: list[dict[str, Any]]
+) -> None:
+    """Store a test's scores and generations at ``iteration`` (the zero-shot row of a leaderboard
+    is packaged from those of iteration -1, so the store alone holds it)."""
     recorder.metrics(iteration, "test", table)
     recorder.generations(iteration, "test", rows)
 

@@ -31,6 +31,7 @@ from grue_bench.resolve import supervised_args
 from grue_bench.rl.adapters import is_adapted, merged
 from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.runner.assemble import Run
+from grue_bench.runner.fingerprint import add_torch_random_states, add_weights, tokenizer_definition
 from grue_bench.runner.world import world_size
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def fit_key(run: Run, lm) -> str:
         "model_type": run.model_type,
         "supervised": _supervised_settings(config),
         "lengths": [env.max_prompt_length, env.max_episode_length, env.prompt_truncation_side],
-        "tokenizer": [tokenizer.backend_tokenizer.to_str(), tokenizer.padding_side],
+        "tokenizer": [tokenizer_definition(tokenizer), tokenizer.padding_side],
         "seed": seed,
         "processes": world_size(),
         **host_rng_state(),
@@ -71,17 +72,9 @@ def fit_key(run: Run, lm) -> str:
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for sample in run.pools["train"]:
         digest.update(json.dumps([sample.prompt_or_input_text, list(sample.references)]).encode())
-    for name, tensor in sorted(lm.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(_bytes(tensor))
-    rng = torch_rng_state()
-    for tensor in [rng["torch_rng"], *rng["cuda_rng"]]:
-        digest.update(_bytes(tensor))
+    add_weights(digest, lm)
+    add_torch_random_states(digest)
     return digest.hexdigest()[:16]
-
-
-def _bytes(tensor: torch.Tensor) -> bytes:
-    return tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
 def warm_start(run: Run, lm, out: Path, device) -> tuple:

@@ -81,6 +81,18 @@ def test_a_second_chain_loads_the_fit_and_goes_on_as_if_it_had_fitted_it(tmp_pat
     assert not same_weights(alone[0], tiny_causal(word_tokenizer(), seed=0))  # it did train
 
 
+def test_the_key_does_not_read_the_truncation_the_last_tokenization_left_on_the_tokenizer():
+    """A loaded zero-shot test tokenizes nothing: the fit key must not tell it from an evaluated one."""
+    tokenizer = word_tokenizer()
+    run = Run(
+        CONFIG, 0, BaseLM(tiny_causal(tokenizer, seed=0), tokenizer, "causal", "tiny-word"), {"train": POOL}
+    )
+    before = module.fit_key(run, run.base.model)
+    tokenizer(["1 2 3"], truncation=True, max_length=2, padding="max_length")
+    assert json.loads(tokenizer.backend_tokenizer.to_str())["truncation"] is not None  # what it left
+    assert module.fit_key(run, run.base.model) == before
+
+
 def test_another_random_state_is_another_fit(tmp_path, fits):
     first = start(tmp_path / "runs/task/supervised+ppo/seed0-a", random_state=7)
     other = start(tmp_path / "runs/task/supervised+nlpo/seed0-b", random_state=8)
@@ -163,6 +175,8 @@ def test_a_seed_fits_once_for_its_supervised_run_and_chains_each_storing_what_it
     assert log.count("warm start: supervised fit saved") == 1
     assert log.count("warm start: loading the supervised fit") == 2
     assert len(list((tmp_path / "both/runs/increasing_numbers" / FOLDER).iterdir())) == 1
+    # the three runs test the same LM the same way before training: tested once, loaded twice
+    assert log.count("zero-shot test: saved") == 1 and log.count("zero-shot test: loading") == 2
     run(tmp_path / "alone", "supervised+nlpo")
     query = (
         "select m.split, m.name, m.iteration, m.value from metrics m join runs r on r.id = m.run_id "
@@ -170,6 +184,12 @@ def test_a_seed_fits_once_for_its_supervised_run_and_chains_each_storing_what_it
     )
     shared, alone = (sorted(rows(tmp_path / f / "s.sqlite", query)) for f in ("both", "alone"))
     assert shared == alone and {name for _, name, _, _ in shared} >= {"rollout/reward", "train/policy_loss"}
+    assert {iteration for split, _, iteration, _ in shared if split == "test"} == {-1, 0, 4}
+    texts = "select g.* from generations g join runs r on r.id = g.run_id where r.alg = 'supervised+nlpo'"
+    generated, alone = (
+        sorted(row[1:] for row in rows(tmp_path / f / "s.sqlite", texts)) for f in ("both", "alone")
+    )
+    assert generated == alone and {row[1] for row in generated} >= {-1, 4}
     # the stored config and the run folder say what the warm start was, which the RL config does not
     settings = supervised_args(CONFIG).model_dump(mode="json")
     assert settings["learning_rate"] == 1e-3 and settings["num_train_epochs"] == 1.0  # the task's own
