@@ -9,6 +9,7 @@ separate critic LM take one more forward pass of the policy. Nothing is replayed
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.kv_cache import cache_keyword
 from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.masking import ActionMasker
+from grue_bench.rl.packed import packed_linears
 from grue_bench.rl.policy import ActorCritic, causal_prompt_pass, response_logits_and_hidden
 from grue_bench.rl.precision import FP32, Precision
 from grue_bench.rl.sampler import can_sample, sample
@@ -173,27 +175,29 @@ def generate(
     was_training = lm.training
     lm.eval()
     sampled = None
-    if can_sample(lm, kwargs):
-        sampled = sample(
-            lm,
-            model_type,
-            prompt_ids,
-            prompt_mask,
-            kwargs,
-            kwargs["max_new_tokens"],
-            eos_ids,
-            tokenizer.pad_token_id,
-            processors,
-            with_hidden,
-            compiled,
-        )
-        response = sampled.tokens
-    else:
-        response = _hf_generate(
-            lm, tokenizer, model_type, prompt_ids, prompt_mask, kwargs, eos_ids, processors
-        )
-        if response.size(1) == 0:  # nothing generated at all: one EOS action per sequence
-            response = torch.full_like(prompt_ids[:, :1], tokenizer.eos_token_id)
+    # each weight cast and laid out once for the call (a compiled step has its own products)
+    with packed_linears(lm, prompt_ids.size(0)) if compiled is None else contextlib.nullcontext():
+        if can_sample(lm, kwargs):
+            sampled = sample(
+                lm,
+                model_type,
+                prompt_ids,
+                prompt_mask,
+                kwargs,
+                kwargs["max_new_tokens"],
+                eos_ids,
+                tokenizer.pad_token_id,
+                processors,
+                with_hidden,
+                compiled,
+            )
+            response = sampled.tokens
+        else:
+            response = _hf_generate(
+                lm, tokenizer, model_type, prompt_ids, prompt_mask, kwargs, eos_ids, processors
+            )
+            if response.size(1) == 0:  # nothing generated at all: one EOS action per sequence
+                response = torch.full_like(prompt_ids[:, :1], tokenizer.eos_token_id)
     lm.train(was_training)
     mask = response_mask(response, tokenizer.eos_token_id, settings.terminate_on_eos)
     response = torch.where(mask.bool(), response, torch.full_like(response, tokenizer.pad_token_id))
