@@ -5,7 +5,7 @@ which lays it out for its kernel (a reorder) at every call: at a decoding step o
 reorder costs about as much as the product itself (SmolLM2's head: 23 ms a step plain, 12.6 ms
 packed, one thread; benchmarks/README.md). ``packed_linears`` casts and lays out each weight once
 for a whole ``generate`` call and runs the same oneDNN product on it: the same numbers (tested:
-identical tokens and log-probs), 17-27% less generation time on SmolLM2-135M. It applies only
+identical tokens and log-probs), 15-22% less sampling time on SmolLM2-135M. It applies only
 where it is that product (CPU, bf16 autocast, no gradient, oneDNN's ops present); elsewhere it
 changes nothing.
 """
