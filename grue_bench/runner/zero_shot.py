@@ -31,7 +31,6 @@ from grue_bench import plugins
 from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.runner.evaluator import Evaluator, evaluation_metrics
 from grue_bench.runner.fingerprint import (
-    add_torch_random_states,
     add_weights,
     tensor_bytes,
     tokenizer_definition,
@@ -47,8 +46,8 @@ FOLDER = "zero_shot"
 def zero_shot_test(evaluator: Evaluator, lm) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """``evaluator``'s test of ``lm`` at iteration -1: loaded if a run of the same key saved it,
     else evaluated and saved; the corpus table and the generated rows, as ``evaluator`` returns."""
-    inputs = _inputs_digest(evaluator, lm)
-    draws_nothing, draws = _key(inputs, None), _key(inputs, host_rng_state())
+    inputs, before = _inputs_digest(evaluator, lm), _random_states()
+    draws_nothing, draws = _key(inputs, None), _key(inputs, before)
     folder = evaluator.out.parents[1] / FOLDER
     for key in (draws_nothing, draws):
         path = folder / f"{key}.json"
@@ -59,7 +58,6 @@ def zero_shot_test(evaluator: Evaluator, lm) -> tuple[dict[str, float], list[dic
                 _set_random_states(saved["random_states"])
             evaluator.record("test", BEFORE_TRAINING, saved["table"], saved["rows"], saved["skipped"])
             return saved["table"], saved["rows"]
-    before = _random_states()
     table, rows = evaluator(lm, "test", BEFORE_TRAINING)
     after = _random_states()
     drew = after != before
@@ -98,15 +96,11 @@ def _inputs_digest(evaluator: Evaluator, lm):
     return digest
 
 
-def _key(inputs, host_states: dict[str, Any] | None) -> str:
-    """The key of a test that draws nothing (``host_states`` None), or of one that draws from the
-    random states it starts in."""
+def _key(inputs, random_states: dict[str, Any] | None) -> str:
+    """The key of a test that draws nothing (``random_states`` None), or of one that draws from the
+    random states it starts in (``_random_states``)."""
     digest = inputs.copy()
-    if host_states is None:
-        digest.update(b"draws nothing")
-    else:
-        add_torch_random_states(digest)
-        digest.update(json.dumps(host_states).encode())
+    digest.update(b"draws nothing" if random_states is None else json.dumps(random_states).encode())
     return digest.hexdigest()[:16]
 
 
