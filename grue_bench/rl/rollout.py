@@ -22,6 +22,7 @@ from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.rl.adapters import without_adapters
 from grue_bench.rl.batch import TokenBatch
+from grue_bench.rl.beam_cache import share_prompt
 from grue_bench.rl.compiled import CompiledDecoder
 from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.kv_cache import cache_keyword
@@ -228,7 +229,8 @@ def _hf_generate(
     copies = max(config.num_beams or 1, config.num_return_sequences or 1)
     prefilled = {}
     if model_type == "causal" and copies > 1 and prompt_ids.size(1) > 1:
-        prefilled[cache_keyword(lm)] = _prompt_cache_for(lm, prompt_ids, prompt_mask, copies)
+        cache = _prompt_cache_for(lm, prompt_ids, prompt_mask, copies, config.max_new_tokens)
+        prefilled[cache_keyword(lm)] = cache
     out = lm.generate(
         input_ids=prompt_ids,
         attention_mask=prompt_mask,
@@ -239,7 +241,7 @@ def _hf_generate(
     return out[:, prompt_ids.size(1) :] if model_type == "causal" else out[:, 1:]
 
 
-def _prompt_cache_for(lm, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, copies: int):
+def _prompt_cache_for(lm, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, copies: int, new_tokens: int):
     """A causal LM's key/value cache of every prompt column but the last, computed once per prompt
     and repeated for each of its ``copies`` (beams, returned sequences); generate() goes on from
     the last column. Left to itself, generate() repeats each prompt for its copies before the
@@ -248,6 +250,7 @@ def _prompt_cache_for(lm, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, c
     with torch.no_grad():
         cache, _, _ = causal_prompt_pass(lm, (prompt_ids[:, :-1], prompt_mask[:, :-1]), None, False)
     cache.batch_repeat_interleave(copies)
+    share_prompt(cache, room=new_tokens + 1)  # the last prompt column, then the new tokens
     return cache
 
 

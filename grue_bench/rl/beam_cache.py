@@ -1,0 +1,87 @@
+"""A beam search's key/value cache that neither grows by copying nor reorders its prompt.
+
+transformers' ``DynamicLayer`` appends each step's keys and values with ``torch.cat`` (a copy of
+the whole cache) and, between beam-search steps, reorders every beam's cache with
+``index_select`` (another). With a long prompt that is most of what a step moves: NarrativeQA's
+beam search of 4 over 500-token prompts spent a fifth of its time in the two (benchmarks/README.md).
+
+Here each layer writes into a buffer that has room for the new tokens, and hands attention views
+of its filled part; and a reorder moves only the positions after the prompt. The prompt's keys and
+values are the same for every beam of a prompt (``generate`` fills them once and repeats them,
+``rollout._prompt_cache_for``), and beam search only ever reorders beams within their prompt, so
+reordering the prompt's part would copy equal values onto each other. Attention reads the same
+numbers from a view as from the concatenated copy: the beams, tokens and scores are
+``DynamicLayer``'s bit for bit (``tests/rl/test_beam_cache.py``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+try:
+    from transformers.cache_utils import DynamicLayer
+except ImportError:  # transformers before 4.54 keeps a cache in lists, not layers: its own beam search
+    DynamicLayer = object
+
+
+class PromptSharingLayer(DynamicLayer):
+    """A ``DynamicLayer`` over buffers with room for ``room`` more positions; positions before
+    ``shared`` are equal across the beams of a prompt and are not reordered."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int) -> None:
+        super().__init__()
+        self.device = keys.device
+        self.is_initialized = True
+        self.shared = self.length = keys.size(-2)
+        self._keys = _with_room(keys, room)
+        self._values = _with_room(values, room)
+        self._expose()
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        new = key_states.size(-2)
+        if self.length + new > self._keys.size(-2):  # past the room asked for: grow, as cat would
+            self._keys = _with_room(self._keys[..., : self.length, :], max(new, self._keys.size(-2)))
+            self._values = _with_room(self._values[..., : self.length, :], max(new, self._values.size(-2)))
+        self._keys[..., self.length : self.length + new, :] = key_states
+        self._values[..., self.length : self.length + new, :] = value_states
+        self.length += new
+        self._expose()
+        return self.keys, self.values
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        if self.length > self.shared:
+            index = beam_idx.to(self.device)
+            for buffer in (self._keys, self._values):
+                part = buffer[..., self.shared : self.length, :]
+                part.copy_(part.index_select(0, index))
+
+    def crop(self, tokens_to_remove: int) -> None:
+        super().crop(tokens_to_remove)
+        self.length = self.keys.size(-2)
+        self.shared = min(self.shared, self.length)
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        raise NotImplementedError("a prompt's cache is repeated for its beams before it is shared")
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        raise NotImplementedError("a beam search's cache keeps every beam")
+
+    def _expose(self) -> None:
+        self.keys = self._keys[..., : self.length, :]
+        self.values = self._values[..., : self.length, :]
+
+
+def _with_room(states: torch.Tensor, room: int) -> torch.Tensor:
+    """A buffer holding ``states`` along its positions, with ``room`` positions free after them."""
+    batch, heads, length, dim = states.shape
+    buffer = states.new_empty(batch, heads, length + room, dim)
+    buffer[..., :length, :] = states
+    return buffer
+
+
+def share_prompt(cache, room: int) -> None:
+    """Give ``cache``'s layers (``DynamicLayer``s filled with a prompt repeated for its beams)
+    ``PromptSharingLayer``s with ``room`` positions for the tokens to come."""
+    for i, layer in enumerate(getattr(cache, "layers", ())):
+        if type(layer) is DynamicLayer and layer.keys is not None and layer.keys.numel():
+            cache.layers[i] = PromptSharingLayer(layer.keys, layer.values, room)
