@@ -22,7 +22,6 @@ from grue_bench.data import Sample
 from grue_bench.errors import GrueError
 from grue_bench.rl.adapters import without_adapters
 from grue_bench.rl.batch import TokenBatch
-from grue_bench.rl.beam_cache import share_prompt
 from grue_bench.rl.compiled import CompiledDecoder
 from grue_bench.rl.episodes import Episodes
 from grue_bench.rl.kv_cache import cache_keyword
@@ -30,6 +29,7 @@ from grue_bench.rl.logprobs import token_logprobs
 from grue_bench.rl.masking import ActionMasker
 from grue_bench.rl.packed import packed_linears
 from grue_bench.rl.policy import ActorCritic, causal_prompt_pass, response_logits_and_hidden
+from grue_bench.rl.preallocated_cache import preallocate
 from grue_bench.rl.precision import FP32, Precision
 from grue_bench.rl.sampler import can_sample, sample
 
@@ -250,7 +250,7 @@ def _prompt_cache_for(lm, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, c
     with torch.no_grad():
         cache, _, _ = causal_prompt_pass(lm, (prompt_ids[:, :-1], prompt_mask[:, :-1]), None, False)
     cache.batch_repeat_interleave(copies)
-    share_prompt(cache, room=new_tokens + 1)  # the last prompt column, then the new tokens
+    preallocate(cache, room=new_tokens + 1)  # the last prompt column, then the new tokens
     return cache
 
 

@@ -34,6 +34,7 @@ from grue_bench.rl.policy import (
     distinct_prompts,
     encoded_prompts,
 )
+from grue_bench.rl.preallocated_cache import preallocate
 
 SUPPORTED = SAMPLED_SETTINGS
 """Generation settings this sampler implements (with ``do_sample`` true)."""
@@ -157,6 +158,8 @@ def sample(
         mask = torch.cat([prompt_mask, prompt_mask.new_ones(batch, max_new_tokens)], dim=1)
         start = prompt_ids.size(1)
         cache, logits, states = causal_prompt_pass(lm, prompts, inverse, with_hidden)
+        if compiled is None:
+            preallocate(cache, room=max_new_tokens)
         logits, states = logits[:, -1], (None if states is None else states[:, -1])
         position = causal_position_ids(prompt_mask)[:, -1:]
         step_forward = lm

@@ -1,17 +1,18 @@
-"""A beam search's key/value cache that neither grows by copying nor reorders its prompt.
+"""A key/value cache that grows in place and, in a beam search, leaves its prompt where it is.
 
 transformers' ``DynamicLayer`` appends each step's keys and values with ``torch.cat`` (a copy of
 the whole cache) and, between beam-search steps, reorders every beam's cache with
 ``index_select`` (another). With a long prompt that is most of what a step moves: NarrativeQA's
 beam search of 4 over 500-token prompts spent a fifth of its time in the two (benchmarks/README.md).
 
-Here each layer writes into a buffer that has room for the new tokens, and hands attention views
-of its filled part; and a reorder moves only the positions after the prompt. The prompt's keys and
-values are the same for every beam of a prompt (``generate`` fills them once and repeats them,
-``rollout._prompt_cache_for``), and beam search only ever reorders beams within their prompt, so
-reordering the prompt's part would copy equal values onto each other. Attention reads the same
-numbers from a view as from the concatenated copy: the beams, tokens and scores are
-``DynamicLayer``'s bit for bit (``tests/rl/test_beam_cache.py``).
+Here each layer writes into a buffer that has room for the new tokens and hands attention views of
+its filled part (the sampler's and ``generate``'s caches); and a beam search's reorder moves only
+the positions after the prompt. The prompt's keys and values are the same for every beam of a
+prompt (``generate`` fills them once and repeats them, ``rollout._prompt_cache_for``), and beam
+search only ever reorders beams within their prompt, so reordering the prompt's part would copy
+equal values onto each other. Attention reads the same numbers from a view as from the
+concatenated copy: the tokens, log-probs and beam scores are ``DynamicLayer``'s bit for bit
+(``tests/rl/test_preallocated_cache.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ except ImportError:  # transformers before 4.54 keeps a cache in lists, not laye
     DynamicLayer = object
 
 
-class PromptSharingLayer(DynamicLayer):
+class PreallocatedLayer(DynamicLayer):
     """A ``DynamicLayer`` over buffers with room for ``room`` more positions; positions before
-    ``shared`` are equal across the beams of a prompt and are not reordered."""
+    ``shared`` (the prompt's) are equal across the beams of a prompt and are not reordered."""
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int) -> None:
         super().__init__()
@@ -61,7 +62,7 @@ class PromptSharingLayer(DynamicLayer):
         self.shared = min(self.shared, self.length)
 
     def batch_repeat_interleave(self, repeats: int) -> None:
-        raise NotImplementedError("a prompt's cache is repeated for its beams before it is shared")
+        raise NotImplementedError("a prompt's cache is repeated for its beams before it is preallocated")
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         raise NotImplementedError("a beam search's cache keeps every beam")
@@ -79,9 +80,9 @@ def _with_room(states: torch.Tensor, room: int) -> torch.Tensor:
     return buffer
 
 
-def share_prompt(cache, room: int) -> None:
-    """Give ``cache``'s layers (``DynamicLayer``s filled with a prompt repeated for its beams)
-    ``PromptSharingLayer``s with ``room`` positions for the tokens to come."""
+def preallocate(cache, room: int) -> None:
+    """Give ``cache``'s filled ``DynamicLayer``s (a prompt's keys and values, repeated for its
+    beams where it has beams) ``PreallocatedLayer``s with ``room`` positions for the tokens to come."""
     for i, layer in enumerate(getattr(cache, "layers", ())):
         if type(layer) is DynamicLayer and layer.keys is not None and layer.keys.numel():
-            cache.layers[i] = PromptSharingLayer(layer.keys, layer.values, room)
+            cache.layers[i] = PreallocatedLayer(layer.keys, layer.values, room)

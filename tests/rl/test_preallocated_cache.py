@@ -1,5 +1,6 @@
-"""The beam search's prompt-sharing cache (rl/beam_cache.py): the same beams, tokens and scores as
-transformers' own cache, bit for bit, without copying or reordering the prompt."""
+"""The preallocated key/value cache (rl/preallocated_cache.py): the same beams, tokens, scores and
+log-probs as transformers' own cache, bit for bit, without copying the cache to grow it or
+reordering a beam search's prompt."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from grue_bench.models.attention import use_cpu_attention
-from grue_bench.rl import rollout
-from grue_bench.rl.beam_cache import PromptSharingLayer, share_prompt
+from grue_bench.rl import rollout, sampler
 from grue_bench.rl.kv_cache import cache_keyword
+from grue_bench.rl.preallocated_cache import PreallocatedLayer, preallocate
 from tests.rl.tiny_lm import tiny_llama
 
 BEAMS = 3
@@ -50,26 +51,55 @@ def test_beam_search_is_the_same_bit_for_bit(monkeypatch, bf16: bool, cpu_attent
     if cpu_attention:  # decoding steps through the key/value heads, on the cache's views
         use_cpu_attention(lm)
     orders = []
-    reorder = PromptSharingLayer.reorder_cache
+    reorder = PreallocatedLayer.reorder_cache
 
     def spied(layer, index):
         orders.append(index)
         reorder(layer, index)
 
-    monkeypatch.setattr(PromptSharingLayer, "reorder_cache", spied)
+    monkeypatch.setattr(PreallocatedLayer, "reorder_cache", spied)
     ours = beam_search(lm, bf16)
-    monkeypatch.setattr(rollout, "share_prompt", lambda cache, room: None)  # transformers' own cache
+    monkeypatch.setattr(rollout, "preallocate", lambda cache, room: None)  # transformers' own cache
     theirs = beam_search(lm, bf16)
-    assert ours[3] == {PromptSharingLayer} and theirs[3] == {DynamicLayer}
+    assert ours[3] == {PreallocatedLayer} and theirs[3] == {DynamicLayer}
     for mine, reference in zip(ours[:3], theirs[:3], strict=True):
         assert torch.equal(mine, reference)
     assert any(not torch.equal(idx, torch.arange(len(idx))) for idx in orders)  # beams were reordered
 
 
-def layer_pair(prompt: torch.Tensor, room: int) -> tuple[PromptSharingLayer, DynamicLayer]:
+@pytest.mark.parametrize("bf16", [False, True])
+def test_sampling_draws_the_same_tokens_and_log_probs(monkeypatch, bf16: bool) -> None:
+    lm = tiny_llama().eval()
+    use_cpu_attention(lm)
+    ids = torch.tensor([[5, 17, 33, 2, 8], [0, 0, 9, 12, 37], [5, 17, 33, 2, 8]])  # a repeated prompt
+    mask = (ids != 0).long()
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+
+    def drawn():
+        torch.manual_seed(0)
+        with autocast, torch.no_grad():
+            out = sampler.sample(lm, "causal", ids, mask, {"do_sample": True, "top_k": 0}, 9, [], 0)
+        return out.tokens, out.logprobs
+
+    grown = []
+    update = PreallocatedLayer.update
+
+    def counted(layer, *args, **kwargs):
+        grown.append(1)
+        return update(layer, *args, **kwargs)
+
+    monkeypatch.setattr(PreallocatedLayer, "update", counted)
+    ours = drawn()
+    monkeypatch.setattr(sampler, "preallocate", lambda cache, room: None)  # transformers' own cache
+    theirs = drawn()
+    assert torch.equal(ours[0], theirs[0]) and torch.equal(ours[1], theirs[1])
+    assert ours[0].shape == (3, 9) and len(grown) == 8 * 2  # 8 decoding steps x 2 layers, in place
+
+
+def layer_pair(prompt: torch.Tensor, room: int) -> tuple[PreallocatedLayer, DynamicLayer]:
     reference = DynamicLayer()
     reference.update(prompt, -prompt)
-    return PromptSharingLayer(prompt.clone(), -prompt, room), reference
+    return PreallocatedLayer(prompt.clone(), -prompt, room), reference
 
 
 def test_a_reorder_moves_only_what_follows_the_prompt_and_a_step_past_the_room_grows() -> None:
@@ -95,7 +125,7 @@ def test_only_a_filled_plain_layer_is_shared_and_repeating_after_it_is_refused()
     cache = DynamicCache()
     cache.layers = [DynamicLayer(), DynamicLayer()]
     cache.layers[0].update(torch.ones(3, 1, 2, 4), torch.ones(3, 1, 2, 4))
-    share_prompt(cache, room=5)
-    assert type(cache.layers[0]) is PromptSharingLayer and type(cache.layers[1]) is DynamicLayer
+    preallocate(cache, room=5)
+    assert type(cache.layers[0]) is PreallocatedLayer and type(cache.layers[1]) is DynamicLayer
     with pytest.raises(NotImplementedError, match="repeated for its beams before"):
         cache.layers[0].batch_repeat_interleave(2)
