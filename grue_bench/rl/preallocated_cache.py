@@ -33,33 +33,32 @@ class PreallocatedLayer(DynamicLayer):
         super().__init__()
         self.device = keys.device
         self.is_initialized = True
-        self.shared = self.length = keys.size(-2)
+        self.shared = keys.size(-2)
         self._keys = _with_room(keys, room)
         self._values = _with_room(values, room)
-        self._expose()
+        self._expose(self.shared)
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        new = key_states.size(-2)
-        if self.length + new > self._keys.size(-2):  # past the room asked for: grow, as cat would
-            self._keys = _with_room(self._keys[..., : self.length, :], max(new, self._keys.size(-2)))
-            self._values = _with_room(self._values[..., : self.length, :], max(new, self._values.size(-2)))
-        self._keys[..., self.length : self.length + new, :] = key_states
-        self._values[..., self.length : self.length + new, :] = value_states
-        self.length += new
-        self._expose()
+        length, new = self.get_seq_length(), key_states.size(-2)
+        if length + new > self._keys.size(-2):  # past the room asked for: grow, as cat would
+            self._keys = _with_room(self.keys, max(new, self._keys.size(-2)))
+            self._values = _with_room(self.values, max(new, self._values.size(-2)))
+        self._keys[..., length : length + new, :] = key_states
+        self._values[..., length : length + new, :] = value_states
+        self._expose(length + new)
         return self.keys, self.values
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
-        if self.length > self.shared:
+        length = self.get_seq_length()
+        if length > self.shared:
             index = beam_idx.to(self.device)
             for buffer in (self._keys, self._values):
-                part = buffer[..., self.shared : self.length, :]
+                part = buffer[..., self.shared : length, :]
                 part.copy_(part.index_select(0, index))
 
     def crop(self, tokens_to_remove: int) -> None:
-        super().crop(tokens_to_remove)
-        self.length = self.keys.size(-2)
-        self.shared = min(self.shared, self.length)
+        super().crop(tokens_to_remove)  # keys and values become shorter views of the buffers
+        self.shared = min(self.shared, self.get_seq_length())
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         raise NotImplementedError("a prompt's cache is repeated for its beams before it is preallocated")
@@ -67,9 +66,9 @@ class PreallocatedLayer(DynamicLayer):
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         raise NotImplementedError("a beam search's cache keeps every beam")
 
-    def _expose(self) -> None:
-        self.keys = self._keys[..., : self.length, :]
-        self.values = self._values[..., : self.length, :]
+    def _expose(self, length: int) -> None:
+        self.keys = self._keys[..., :length, :]
+        self.values = self._values[..., :length, :]
 
 
 def _with_room(states: torch.Tensor, room: int) -> torch.Tensor:
