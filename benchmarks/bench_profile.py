@@ -119,6 +119,9 @@ def main() -> None:
     from grue_bench.resolve.grid import build_specs
     from grue_bench.runner.assemble import build_run, run_precision
     from grue_bench.runner.evaluator import generate_texts, score_texts
+    from grue_bench.runner.host_memory import keep_freed_memory
+
+    keep_freed_memory()  # as a run does (before: MALLOC_MMAP_MAX_=65536, glibc's default)
 
     # explicit either way: the small profile's own setting is bf16 where the machine has it
     overrides = [

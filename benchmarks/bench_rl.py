@@ -124,6 +124,9 @@ def main() -> None:
     from grue_bench.models import BaseLM
     from grue_bench.registry import import_object
     from grue_bench.runner.assemble import Run, set_seed
+    from grue_bench.runner.host_memory import keep_freed_memory
+
+    keep_freed_memory()  # as a run does (before: MALLOC_MMAP_MAX_=65536, glibc's default)
 
     set_seed(args.seed)
     if args.model:

@@ -28,6 +28,7 @@ from grue_bench.rl.trainer import Callback, Trainer
 from grue_bench.runner.assemble import Run, build_run, final_peft, run_precision
 from grue_bench.runner.callbacks import CheckpointEvery, Evaluations, RecordStats, final_evaluation
 from grue_bench.runner.evaluator import Evaluator, append_jsonl
+from grue_bench.runner.host_memory import keep_freed_memory
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
 from grue_bench.runner.trackers import Trackers, TrackingRecorder
@@ -81,6 +82,7 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
     lead = is_lead_process()  # execute gives it, and only it, a recorder
     if lead:
         recorder.begin()
+    keep_freed_memory()  # in the process that runs it: in-process, a local worker, a Ray task
     started = time.perf_counter()
     config = spec.config
     out = spec_dir(output_root, spec)
