@@ -6,14 +6,14 @@ logits over the vocabulary and their gradients (SmolLM2: 49,152 entries a positi
 glibc serves a block over 32 MiB with its own ``mmap`` and unmaps it when freed, so the next step's
 block is fresh memory: the kernel faults in and zeroes each of its 4 KiB pages again. The small
 profile's IMDB PPO, 2 iterations and its test evaluation (perplexity windows of 1,024 positions:
-200 MiB of logits each), took 65 million page faults and 117 s of kernel time so, against 0.65
-million and 5 s with freed memory kept (``benchmarks/README.md``).
+hundreds of MiB of logits each), took 65 million page faults and 117-139 s of kernel time so,
+against under a million and 4-5 s with 1 GiB of freed memory kept (``benchmarks/README.md``).
 
 ``keep_freed_memory`` makes glibc serve every block from its heap (``M_MMAP_MAX`` 0) and keep up to
 ``KEPT_BYTES`` of freed memory at the heap's top (``M_TRIM_THRESHOLD``) instead of handing it back:
-the next step reuses pages already mapped. What is computed does not change (allocation only). A
-run's resident memory stays at its high-water mark, as it would under jemalloc or tcmalloc, the
-allocators PyTorch's CPU performance guide recommends (``LD_PRELOAD``: then this changes nothing).
+the next step reuses pages already mapped. What is computed does not change (allocation only). With
+jemalloc or tcmalloc preloaded (``LD_PRELOAD``, as PyTorch's CPU performance guide recommends) glibc's
+allocator is not used and this changes nothing.
 A user who tunes glibc's allocator (``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOLD_``,
 ``MALLOC_MMAP_THRESHOLD_``, ``GLIBC_TUNABLES``) keeps their settings.
 """
@@ -32,8 +32,13 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_MAX = -4
 """glibc's ``mallopt`` parameters (``malloc.h``)."""
 
-KEPT_BYTES = 1 << 30
-"""Freed memory at the heap's top that glibc keeps before it gives any back: 1 GiB."""
+KEPT_BYTES = 128 << 20
+"""Freed memory at the heap's top that glibc keeps before it gives any back: 128 MiB. Measured
+(``benchmarks/README.md``): the small profile's IMDB PPO iteration and test evaluation took 3.5
+million page faults with 128 MiB kept, 0.5 million with 512 MiB, 65 million (two iterations) under
+glibc's default; NarrativeQA's supervised step on 16 x 497 tokens peaked at 3.3 GiB resident with
+128 MiB, 5.7 GiB with 512 MiB and 4.5 GiB under glibc's default: more kept holds a fit's transient
+peak."""
 
 USER_SETTINGS = ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
 """Environment variables by which a user sets glibc's allocator; any of them set: left alone."""
