@@ -15,7 +15,7 @@ the next step reuses pages already mapped. What is computed does not change (all
 jemalloc or tcmalloc preloaded (``LD_PRELOAD``, as PyTorch's CPU performance guide recommends) glibc's
 allocator is not used and this changes nothing.
 A user who tunes glibc's allocator (``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOLD_``,
-``MALLOC_MMAP_THRESHOLD_``, ``GLIBC_TUNABLES``) keeps their settings.
+``MALLOC_MMAP_THRESHOLD_``, ``glibc.malloc.*`` in ``GLIBC_TUNABLES``) keeps their settings.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ glibc's default; NarrativeQA's supervised step on 16 x 497 tokens peaked at 3.3 
 128 MiB, 5.7 GiB with 512 MiB and 4.5 GiB under glibc's default: more kept holds a fit's transient
 peak."""
 
-USER_SETTINGS = ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
-"""Environment variables by which a user sets glibc's allocator; any of them set: left alone."""
+USER_SETTINGS = ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
+"""Environment variables by which a user sets glibc's allocator (as do ``glibc.malloc.*`` tunables in
+``GLIBC_TUNABLES``); any of them set: left alone."""
 
 
 def keep_freed_memory() -> bool:
@@ -51,6 +52,8 @@ def keep_freed_memory() -> bool:
     if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
         return False
     chosen = [name for name in USER_SETTINGS if name in os.environ]
+    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+        chosen.append("GLIBC_TUNABLES")
     if chosen:
         log.debug("glibc's allocator left as the environment sets it (%s)", ", ".join(chosen))
         return False
@@ -58,4 +61,5 @@ def keep_freed_memory() -> bool:
     if not (libc.mallopt(M_MMAP_MAX, 0) == 1 and libc.mallopt(M_TRIM_THRESHOLD, KEPT_BYTES) == 1):
         log.debug("glibc's mallopt refused the settings; its allocator is left as it was")
         return False
+    log.debug("glibc serves large blocks from its heap and keeps %d MiB of freed memory", KEPT_BYTES >> 20)
     return True

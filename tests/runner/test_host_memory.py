@@ -53,7 +53,16 @@ def test_a_freed_block_is_reused_without_page_faults():
     assert second < PAGES // 100  # the second reuses them
 
 
-def test_the_users_own_allocator_settings_are_left_alone():
-    result = probe(MALLOC_MMAP_MAX_="65536")  # glibc's default, set explicitly
+@pytest.mark.parametrize(
+    "setting",
+    [{"MALLOC_MMAP_MAX_": "65536"}, {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=65536"}],  # glibc's default
+    ids=["MALLOC_MMAP_MAX_", "GLIBC_TUNABLES"],
+)
+def test_the_users_own_allocator_settings_are_left_alone(setting):
+    result = probe(**setting)
     assert result["kept"] is False
     assert all(faults >= PAGES // 2 for faults in result["faults"])  # mapped, unmapped, mapped again
+
+
+def test_tunables_of_other_parts_of_glibc_do_not_stop_it():
+    assert probe(GLIBC_TUNABLES="glibc.cpu.hwcap_mask=0")["kept"] is True
