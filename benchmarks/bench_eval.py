@@ -37,11 +37,19 @@ def main() -> None:
     from grue_bench.scoring import score
 
     task = plugins.TASKS.get(args.task)
-    samples = list(TaskPool.prepare(args.split, task=task.id))
     started = time.perf_counter()
-    base = load_base_lm(
-        task.model_type, profile=args.profile, corpus=lambda: task_corpus(task.id), corpus_id=task.id
-    )
+    if args.generate:  # the profile's model, prompts and generation settings, as a run has them
+        from grue_bench.resolve import build_config, task_config
+        from grue_bench.runner.assemble import load_base, load_pool
+
+        config = build_config(task_config(task, "ppo", args.profile), "the benchmark's evaluation")
+        samples = list(load_pool(config, args.split))
+        base = load_base(config)
+    else:
+        samples = list(TaskPool.prepare(args.split, task=task.id))
+        base = load_base_lm(
+            task.model_type, profile=args.profile, corpus=lambda: task_corpus(task.id), corpus_id=task.id
+        )
     base.model.tokenizer = base.tokenizer
     load_s = time.perf_counter() - started
     warm = time.perf_counter()
@@ -52,7 +60,7 @@ def main() -> None:
     warm_s = time.perf_counter() - warm
     figures = {"task": task.id, "split": args.split, "rows": len(samples), "profile": args.profile}
     if args.generate:
-        figures.update(_generated(task, base, samples, args))
+        figures.update(_generated(config, base, samples, args))
     else:
         started = time.perf_counter()
         scores = score(
@@ -62,21 +70,19 @@ def main() -> None:
     print(json.dumps({**figures, "asset_warmup_s": round(warm_s, 2), "model_load_s": round(load_s, 2)}))
 
 
-def _generated(task, base, samples, args) -> dict:
+def _generated(config, base, samples, args) -> dict:
     """Generation and scoring seconds of the evaluation a run of ``args.profile`` makes."""
     import torch
 
-    from grue_bench.resolve import build_config, task_config
     from grue_bench.rl.precision import Precision
     from grue_bench.runner.evaluator import generate_texts, score_texts
 
-    config = build_config(task_config(task, "ppo", args.profile), "the benchmark's evaluation")
     lm, tokenizer, split = base.model, base.tokenizer, args.split
     started = time.perf_counter()
     precision, device = Precision(args.precision, "cpu"), torch.device("cpu")
-    texts = generate_texts(lm, tokenizer, task.model_type, config, samples, split, device, precision)
+    texts = generate_texts(lm, tokenizer, base.model_type, config, samples, split, device, precision)
     generated = time.perf_counter()
-    scores, _ = score_texts(lm, tokenizer, task.model_type, config, samples, split, texts, precision)
+    scores, _ = score_texts(lm, tokenizer, base.model_type, config, samples, split, texts, precision)
     scored = time.perf_counter()
     return {
         "precision": args.precision,
