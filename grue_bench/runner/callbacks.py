@@ -24,6 +24,7 @@ from grue_bench.rl.checkpoint import (
 from grue_bench.rl.trainer import Callback, Trainer
 from grue_bench.runner.evaluator import Evaluator, append_jsonl
 from grue_bench.runner.recorder import Recorder
+from grue_bench.runner.shared_test import shared_test
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +118,13 @@ class RecordStats(Callback):
         self.bar.close()
 
 
-def final_evaluation(evaluator: Evaluator, lm, iteration: int) -> tuple[dict, dict]:
-    """Validation and test of the trained ``lm``: per split, its scores and its generations."""
+def final_evaluation(evaluator: Evaluator, lm, iteration: int, shared: bool = False) -> tuple[dict, dict]:
+    """Validation and test of the trained ``lm``: per split, its scores and its generations; with
+    ``shared`` the test goes through ``shared_test`` (a supervised run's fit is its chains' too)."""
     final, generations = {}, {}
-    for split in ("validation", "test"):
-        final[split], generations[split] = evaluator(lm, split, iteration)
+    final["validation"], generations["validation"] = evaluator(lm, "validation", iteration)
+    test = shared_test(evaluator, lm, iteration) if shared else evaluator(lm, "test", iteration)
+    final["test"], generations["test"] = test
     return final, generations
 
 
@@ -130,7 +133,8 @@ class Evaluations(Callback):
     then validation and test after the last iteration, kept as ``final`` and ``generations``.
     With ``draws_kept`` the validations between iterations leave the random states as they found
     them: the training draws what it would draw without them (a supervised run's fit is then the
-    fit a chain's warm start makes from the same state, and is shared with it)."""
+    fit a chain's warm start makes from the same state, and is shared with it); with ``shared``
+    the final test goes through ``shared_test``."""
 
     def __init__(
         self,
@@ -139,6 +143,7 @@ class Evaluations(Callback):
         every: int,
         every_key: str = "train_evaluation.eval_every",
         draws_kept: bool = False,
+        shared: bool = False,
     ) -> None:
         self.evaluator = evaluator
         self.recorder = recorder
@@ -146,6 +151,7 @@ class Evaluations(Callback):
         self.every_key = every_key
         """The config key ``every`` comes from, for the log (a supervised run's is its logging_steps)."""
         self.draws_kept = draws_kept
+        self.shared = shared
         self.final: dict[str, dict[str, float]] = {}
         self.generations: dict[str, list[dict[str, Any]]] = {}
 
@@ -168,7 +174,7 @@ class Evaluations(Callback):
 
     def on_train_end(self, trainer: Trainer) -> None:
         lm = trainer.algorithm.model
-        self.final, self.generations = final_evaluation(self.evaluator, lm, trainer.iteration)
+        self.final, self.generations = final_evaluation(self.evaluator, lm, trainer.iteration, self.shared)
 
 
 def checkpoint_due(trainer: Trainer, every: int) -> bool:

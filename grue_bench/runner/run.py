@@ -1,5 +1,6 @@
-"""One run, end to end: test before training (iteration -1; shared by the runs that test the
-same LM the same way: ``zero_shot``), a supervised warm start if asked (tested at iteration 0),
+"""One run, end to end: test before training (iteration -1), a supervised warm start if asked
+(tested at iteration 0; both tests shared by the runs that test the same LM the same way:
+``shared_test``),
 RL with validation every ``eval_every`` and a checkpoint every ``save_every``, then validation
 and test after the last iteration n. Resumes from the last checkpoint.
 
@@ -31,10 +32,10 @@ from grue_bench.runner.evaluator import Evaluator, append_jsonl
 from grue_bench.runner.host_memory import keep_freed_memory
 from grue_bench.runner.model_card import TrainedRun, write_model_card
 from grue_bench.runner.recorder import Recorder
+from grue_bench.runner.shared_test import shared_test
 from grue_bench.runner.trackers import Trackers, TrackingRecorder
 from grue_bench.runner.warm_start import record_key, recorded_key, share_fit, warm_start
 from grue_bench.runner.world import is_lead_process
-from grue_bench.runner.zero_shot import zero_shot_test
 from grue_bench.store import BEFORE_TRAINING
 
 WARM_START = 0
@@ -100,7 +101,7 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
         discard_staged(out)
     lm.to(device)
     if lead and not resuming:  # the test before training, shared by the runs of the same LM
-        _record_test(recorder, BEFORE_TRAINING, *zero_shot_test(evaluator, lm))
+        _record_test(recorder, BEFORE_TRAINING, *shared_test(evaluator, lm, BEFORE_TRAINING))
 
     if spec.alg == "supervised":  # its iterations are optimizer steps
         lm, steps, final, generations = _supervised_run(
@@ -113,8 +114,8 @@ def _execute(spec: RunSpec, recorder: Recorder | None, output_root: Path, positi
         lm, losses, steps = warm_start(run, lm, out, device)
         if lead and not resuming:
             _log_supervised(out, losses, steps)
-            test = evaluator(lm, "test", WARM_START)  # what RL has to improve on
-            _record_test(recorder, WARM_START, *test)
+            # what RL has to improve on: the fit's test, shared with its supervised run and chains
+            _record_test(recorder, WARM_START, *shared_test(evaluator, lm, WARM_START))
 
     algorithm = run.rl(lm)
     every_eval = config.train_evaluation.eval_every
@@ -180,12 +181,14 @@ def _supervised_run(
     if (warm / "config.json").is_file():
         lm = load_base_lm(run.model_type, model_name=str(warm)).model.to(device)
         steps = _supervised_steps(out)
-        return lm, steps, *final_evaluation(evaluator, lm, steps)
+        return lm, steps, *final_evaluation(evaluator, lm, steps, shared=True)
     key = recorded_key(run, lm, out)  # before the stage draws (an adapter's initialization)
     record_key(run, out, key)
     stage = run.supervised(lm)
     every = stage.args.logging_steps
-    evaluations = Evaluations(evaluator, recorder, every, "alg.training_args.logging_steps", draws_kept=True)
+    evaluations = Evaluations(
+        evaluator, recorder, every, "alg.training_args.logging_steps", draws_kept=True, shared=True
+    )
     recording = [RecordStats(recorder, out, run.label, position), SaveFit(out, key), evaluations]
     checkpoints = CheckpointEvery(recorder, out, stage.args.checkpoint_every)
     run.train(stage, [*recording, checkpoints], resume_from=resume_from)

@@ -175,8 +175,11 @@ def test_a_seed_fits_once_for_its_supervised_run_and_chains_each_storing_what_it
     assert log.count("warm start: supervised fit saved") == 1
     assert log.count("warm start: loading the supervised fit") == 2
     assert len(list((tmp_path / "both/runs/increasing_numbers" / FOLDER).iterdir())) == 1
-    # the three runs test the same LM the same way before training: tested once, loaded twice
-    assert log.count("zero-shot test: saved") == 1 and log.count("zero-shot test: loading") == 2
+    # the three runs test the same LM the same way before training: tested once, loaded twice;
+    # the fit is tested by the supervised run last, after its validation (this test samples, so from
+    # other random states), and by the first chain after its warm start, whose test the second loads
+    assert log.count("shared test: saved") == 3 and log.count("shared test: loading") == 3
+    assert log.count("(iteration -1)") == 2 and log.count("(iteration 0)") == 1
     run(tmp_path / "alone", "supervised+nlpo")
     query = (
         "select m.split, m.name, m.iteration, m.value from metrics m join runs r on r.id = m.run_id "

@@ -1,15 +1,18 @@
-"""The test before training (iteration -1), evaluated once and shared.
+"""A test evaluated once and shared by the runs that would make the same one.
 
-Every run tests its base LM before it trains; the runs of a task that start from the same LM
-(each algorithm of a seed, and every seed when the evaluation draws nothing: greedy or beam
-search) test the same weights on the same prompts with the same settings. The first to do it
-saves its scores and generations as ``<output>/<task>/zero_shot/<key>.json``; the others load
-them, and store and write exactly what they would have computed. The key hashes everything the
-evaluation reads: the code (grue_bench's and the task plugin's), the installed packages, the test
-split, the generation settings and metrics, the tokenizer, the precision, the device and threads,
-and the LM's weights; when the evaluation drew from the random states (sampling), those too, and a
-run that loads it is left in the random states the evaluation ended in. Anything that differs
-gives another key, so a test is never shared where it would not be the same.
+Runs of a task test the same weights on the same prompts with the same settings, each by itself:
+every run tests its base LM before it trains (iteration -1: each algorithm of a seed, and every
+seed when the evaluation draws nothing: greedy or beam search); a chain tests its fit after its
+warm start (iteration 0), which the other chain of its seed, loading the same fit, tests again;
+and a supervised run's last test is of that fit too. The first run to make a test saves its scores
+and generations as ``<output>/<task>/shared_tests/<key>.json``; the others load them, and store
+and write exactly what they would have computed, at their own iteration. The key hashes
+everything the evaluation reads: the code (grue_bench's and the task plugin's), the installed
+packages, the test split, the generation settings and metrics, the tokenizer, the precision, the
+device and threads, and the LM's weights; when the evaluation drew from the random states
+(sampling), those too, and a run that loads it is left in the random states the evaluation ended
+in. Anything that differs gives another key, so a test is never shared where it would not be the
+same.
 """
 
 from __future__ import annotations
@@ -36,29 +39,29 @@ from grue_bench.runner.fingerprint import (
     tokenizer_definition,
 )
 from grue_bench.runner.generation import evaluation_generation_kwargs, generation_settings
-from grue_bench.store import BEFORE_TRAINING
 
 log = logging.getLogger(__name__)
 
-FOLDER = "zero_shot"
+FOLDER = "shared_tests"
 
 
-def zero_shot_test(evaluator: Evaluator, lm) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """``evaluator``'s test of ``lm`` at iteration -1: loaded if a run of the same key saved it,
-    else evaluated and saved; the corpus table and the generated rows, as ``evaluator`` returns."""
+def shared_test(evaluator: Evaluator, lm, iteration: int) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """``evaluator``'s test of ``lm``, recorded at ``iteration``: loaded if a run of the same key
+    saved it, else evaluated and saved; the corpus table and the generated rows, as ``evaluator``
+    returns."""
     inputs, before = _inputs_digest(evaluator, lm), _random_states()
     draws_nothing, draws = _key(inputs, None), _key(inputs, before)
     folder = evaluator.out.parents[1] / FOLDER
     for key in (draws_nothing, draws):
         path = folder / f"{key}.json"
         if path.is_file():
-            log.info("zero-shot test: loading the evaluation saved in %s", path)
+            log.info("shared test: loading the test saved in %s (iteration %d)", path, iteration)
             saved = json.loads(path.read_text())
             if saved["random_states"] is not None:
                 _set_random_states(saved["random_states"])
-            evaluator.record("test", BEFORE_TRAINING, saved["table"], saved["rows"], saved["skipped"])
+            evaluator.record("test", iteration, saved["table"], saved["rows"], saved["skipped"])
             return saved["table"], saved["rows"]
-    table, rows = evaluator(lm, "test", BEFORE_TRAINING)
+    table, rows = evaluator(lm, "test", iteration)
     after = _random_states()
     drew = after != before
     saved = {
@@ -150,4 +153,4 @@ def _save(path: Path, saved: dict[str, Any]) -> None:
     scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     scratch.write_text(json.dumps(saved))
     os.replace(scratch, path)
-    log.info("zero-shot test: saved in %s for the runs of the same key", path)
+    log.info("shared test: saved in %s for the runs of the same key", path)
