@@ -37,13 +37,19 @@ def encode_pairs(
     max_target: int,
     truncation_side: str = "left",
 ) -> dict[str, torch.Tensor]:
-    """Model inputs and labels (-100 where no loss is taken) for (prompt, target) pairs."""
-    tokenizer.truncation_side = truncation_side
-    prompts = tokenizer([p for p, _ in pairs], truncation=True, max_length=max_prompt)["input_ids"]
-    tokenizer.truncation_side = "right"
-    targets = tokenizer(
-        [t for _, t in pairs], truncation=True, max_length=max_target - 1, add_special_tokens=False
-    )["input_ids"]
+    """Model inputs and labels (-100 where no loss is taken) for (prompt, target) pairs: prompts cut
+    on ``truncation_side``, targets on the right; the tokenizer's own side is restored after, so
+    that other users of the tokenizer (and a shared test's key, which reads it) keep it."""
+    configured = tokenizer.truncation_side
+    try:
+        tokenizer.truncation_side = truncation_side
+        prompts = tokenizer([p for p, _ in pairs], truncation=True, max_length=max_prompt)["input_ids"]
+        tokenizer.truncation_side = "right"
+        targets = tokenizer(
+            [t for _, t in pairs], truncation=True, max_length=max_target - 1, add_special_tokens=False
+        )["input_ids"]
+    finally:
+        tokenizer.truncation_side = configured
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     if model_type == "causal":
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos

@@ -71,6 +71,16 @@ def test_supervised_training_lowers_the_validation_loss(model_type, bf16):
     assert {param.dtype for param in trainer.model.parameters()} == {torch.float32}  # the master weights
 
 
+def test_prompts_are_cut_on_their_side_targets_on_the_right_and_the_tokenizer_keeps_its_own():
+    tokenizer = word_tokenizer()
+    for own in ("left", "right"):
+        tokenizer.truncation_side = own
+        batch = encode_pairs(tokenizer, "causal", [("1 2 3 4", "5 6 7 8")], max_prompt=2, max_target=3)
+        tokens = tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist())
+        assert tokens == ["3", "4", "5", "6", tokenizer.eos_token]  # the prompt's end, the target's start
+        assert tokenizer.truncation_side == own
+
+
 def test_causal_labels_cover_only_the_reference_and_eos():
     tokenizer = word_tokenizer()
     batch = encode_pairs(tokenizer, "causal", [("1 2", "3 4"), ("5", "6")], max_prompt=8, max_target=6)
