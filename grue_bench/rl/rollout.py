@@ -32,6 +32,7 @@ from grue_bench.rl.policy import ActorCritic, causal_prompt_pass, response_logit
 from grue_bench.rl.preallocated_cache import preallocate
 from grue_bench.rl.precision import FP32, Precision
 from grue_bench.rl.sampler import can_sample, sample
+from grue_bench.rl.truncation import truncating_on
 
 MAX_CACHED_PROMPTS = 100_000
 """Prompts whose token ids a collector keeps (a few MB); the cache starts anew beyond that."""
@@ -112,15 +113,10 @@ def encode_prompts(
 
 
 def _truncated(tokenizer, texts: list[str], settings: GenerationSettings) -> list[list[int]]:
-    """Token ids of ``texts`` cut to ``max_prompt_length`` on the prompt's truncation side; the
-    tokenizer's own side (the config's ``tokenizer.truncation_side``) is restored after, as
-    RL4LMs does, so that other users of the tokenizer keep it."""
-    configured = tokenizer.truncation_side
-    tokenizer.truncation_side = settings.prompt_truncation_side
-    try:
+    """Token ids of ``texts`` cut to ``max_prompt_length`` on the prompt's truncation side (the
+    tokenizer's own side kept: ``truncating_on``)."""
+    with truncating_on(tokenizer, settings.prompt_truncation_side):
         return tokenizer(texts, truncation=True, max_length=settings.max_prompt_length)["input_ids"]
-    finally:
-        tokenizer.truncation_side = configured
 
 
 def _padded(rows: list[list[int]], pad_id: int, left: bool, width: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -23,6 +23,7 @@ from grue_bench.rl.hparams import SupervisedArgs
 from grue_bench.rl.lean_backward import keep_less_for_backward
 from grue_bench.rl.policy import causal_position_ids, frozen_names, load_trained_state, trained_state
 from grue_bench.rl.precision import Precision, optimizer_step, scaled
+from grue_bench.rl.truncation import truncating_on
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +39,13 @@ def encode_pairs(
     truncation_side: str = "left",
 ) -> dict[str, torch.Tensor]:
     """Model inputs and labels (-100 where no loss is taken) for (prompt, target) pairs: prompts cut
-    on ``truncation_side``, targets on the right; the tokenizer's own side is restored after, so
-    that other users of the tokenizer (and a shared test's key, which reads it) keep it."""
-    configured = tokenizer.truncation_side
-    try:
-        tokenizer.truncation_side = truncation_side
+    on ``truncation_side``, targets on the right (the tokenizer's own side kept: ``truncating_on``)."""
+    with truncating_on(tokenizer, truncation_side):
         prompts = tokenizer([p for p, _ in pairs], truncation=True, max_length=max_prompt)["input_ids"]
-        tokenizer.truncation_side = "right"
+    with truncating_on(tokenizer, "right"):
         targets = tokenizer(
             [t for _, t in pairs], truncation=True, max_length=max_target - 1, add_special_tokens=False
         )["input_ids"]
-    finally:
-        tokenizer.truncation_side = configured
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     if model_type == "causal":
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos
