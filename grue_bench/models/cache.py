@@ -2,7 +2,9 @@
 
 An entry is built in a staging folder beside its final place and renamed into place at the
 end, with the marker written last, so a crash (or a concurrent run) never leaves a folder that
-looks complete but holds half a model.
+looks complete but holds half a model. Building leaves the caller's random states as they were
+(a model built from its config draws its first weights): the first run on a machine, which
+builds, draws what every later run, which loads, draws.
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ import hashlib
 import json
 import logging
 import os
+import random
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import torch
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +47,25 @@ def read_entry(path: Path) -> dict[str, Any] | None:
         return None
 
 
+@contextmanager
+def random_states_kept() -> Iterator[None]:
+    """Run the block with Python's, numpy's and torch's CPU random states restored after it."""
+    python, numpy = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        random.setstate(python)
+        np.random.set_state(numpy)
+
+
 def write_entry(path: Path, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
     """Run ``build(staging_dir)`` (returns the marker's content) and move the result to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent))
     try:
-        record = build(staging)
+        with random_states_kept():
+            record = build(staging)
         (staging / MARKER).write_text(json.dumps(record, indent=2, sort_keys=True), encoding="utf-8")
         if path.exists() and read_entry(path) is None:
             logger.warning("removing incomplete cache entry %s", path)

@@ -28,20 +28,22 @@ pytestmark = skip_unless_in_ci(
 
 
 @pytest.fixture(scope="module")
-def converted(models_cache: Path) -> tuple[BaseLM, torch.nn.Module]:
-    """The small LM loaded through the cache, and the GGUF-loaded model it was converted from."""
+def converted(models_cache: Path) -> tuple[BaseLM, torch.nn.Module, tuple[torch.Tensor, torch.Tensor]]:
+    """The small LM loaded through the cache, the GGUF-loaded model it was converted from, and
+    torch's random state before and after that first load."""
     seen = []
+    before = torch.random.get_rng_state()
     with pytest.MonkeyPatch.context() as patch:
         real_load_gguf = small.load_gguf
         patch.setattr(small, "load_gguf", lambda: seen.append(real_load_gguf()) or seen[-1])
         lm = load_base_lm("causal", profile="small")
     assert len(seen) == 1
-    return lm, seen[0][0]
+    return lm, seen[0][0], (before, torch.random.get_rng_state())
 
 
 @pytest.mark.slow
 def test_small_model_generates_coherent_text(converted):
-    lm, _ = converted
+    lm, *_ = converted
     assert lm.name == "SmolLM2-135M-Instruct" and lm.model_type == "causal"
     assert lm.tokenizer.padding_side == "left" and lm.tokenizer.pad_token is not None
     prompts = ["The capital of France is", "One, two, three,"]
@@ -55,7 +57,7 @@ def test_small_model_generates_coherent_text(converted):
 
 @pytest.mark.slow
 def test_cached_checkpoint_gives_the_gguf_models_logits(converted):
-    lm, gguf_model = converted
+    lm, gguf_model, _ = converted
     inputs = lm.tokenizer("The quick brown fox jumps over", return_tensors="pt")
     with torch.no_grad():
         expected = gguf_model(**inputs).logits
@@ -69,6 +71,14 @@ def test_second_load_does_not_convert_again(converted, monkeypatch):
     assert read_entry(small.cached_dir())["model"] == "SmolLM2-135M-Instruct"
     first = converted[0].model.state_dict()
     assert all(first[key].equal(value) for key, value in again.model.state_dict().items())
+
+
+def test_converting_draws_what_loading_the_cached_copy_draws(converted):
+    """The first run on a machine converts the model; its random stream is a later run's."""
+    before, after_converting = converted[2]
+    torch.random.set_rng_state(before)
+    load_base_lm("causal", profile="small")
+    assert torch.equal(torch.random.get_rng_state(), after_converting)
 
 
 def test_small_has_no_seq2seq_model():
