@@ -13,16 +13,13 @@ import hashlib
 import json
 import logging
 import os
-import random
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
+from grue_bench.rl.checkpoint import random_states_kept
 
 logger = logging.getLogger(__name__)
 
@@ -45,18 +42,6 @@ def read_entry(path: Path) -> dict[str, Any] | None:
         return json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-@contextmanager
-def random_states_kept() -> Iterator[None]:
-    """Run the block with Python's, numpy's and torch's CPU random states restored after it."""
-    python, numpy = random.getstate(), np.random.get_state()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            yield
-    finally:
-        random.setstate(python)
-        np.random.set_state(numpy)
 
 
 def write_entry(path: Path, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
