@@ -2,7 +2,7 @@
 
 With only --task, --alg and --seeds it runs on the embedded offline default (the tiny profile).
 A --config alone says its task (through its datapool) and its algorithm (alg.id).
-Finished runs are skipped, unfinished ones resume from their last checkpoint (--force re-runs).
+Finished runs are skipped, unfinished ones resume from their last checkpoint (--force starts over).
 A run another live `grue run` holds (same store and key) is left to it and listed; the exit status
 is 1 if a run failed, else 3 if runs were left to other processes, else 0.
 """
@@ -61,7 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--executor", choices=["local", "ray"], default="local", help="where runs execute")
     parser.add_argument("--ray-address", help="an existing Ray cluster (default: start a local Ray)")
-    parser.add_argument("--force", action="store_true", help="run again even finished runs")
+    parser.add_argument(
+        "--force", action="store_true", help="run every run again from the start, finished or not"
+    )
     parser.add_argument(
         "--report-to",
         metavar="TRACKERS",

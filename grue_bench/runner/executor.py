@@ -13,6 +13,7 @@ import multiprocessing
 import multiprocessing.queues
 import os
 import queue as queue_module
+import shutil
 import signal
 import sqlite3
 import sys
@@ -32,8 +33,8 @@ from grue_bench.classifiers.judges import CURRENT_JUDGES
 from grue_bench.resolve.grid import RunSpec
 from grue_bench.runner.prepare import asset_key, error_text, prepare_here, prepare_in
 from grue_bench.runner.recorder import MessageRecorder, Recorder, StoreRecorder, apply_message
-from grue_bench.runner.run import RunOutcome, execute
-from grue_bench.store import Store
+from grue_bench.runner.run import RunOutcome, execute, spec_dir
+from grue_bench.store import Store, run_key
 from grue_bench.store.claims import HEARTBEAT_S, Owner
 
 log = logging.getLogger(__name__)
@@ -121,8 +122,10 @@ class GridExecutor:
 
     def _start(self, spec: RunSpec) -> bool:
         """Register and claim the run; False when it is already done (skipped) or another live
-        process holds it (left to that process)."""
-
+        process holds it (left to that process). A run the store starts afresh (new to it, or
+        ``--force``) starts in an empty folder: what an earlier run left in it (a checkpoint, a
+        warm start) would otherwise be resumed."""
+        known = self.store.get_run(run_key(spec.task, spec.alg, spec.seed, spec.config_hash))
         record = self.store.start_run(
             task=spec.task,
             task_version=plugins.TASKS.get(spec.task).version,
@@ -143,8 +146,16 @@ class GridExecutor:
         if holder is not None and holder != Owner.current():
             self.report.elsewhere[spec.label] = holder.describe()
             return False
+        if known is None or self.force:
+            self._empty_folder(spec)
         self.run_ids[spec.label] = record.id
         return True
+
+    def _empty_folder(self, spec: RunSpec) -> None:
+        folder = spec_dir(self.output_root, spec)
+        if folder.is_dir() and any(folder.iterdir()):
+            log.info("%s: starting afresh, the files an earlier run left in %s removed", spec.label, folder)
+            shutil.rmtree(folder)
 
     def _record(self, label: str, outcome: RunOutcome | None, error: str | None) -> None:
         run_id = self.run_ids[label]

@@ -17,8 +17,10 @@ import pytest
 from grue_bench import plugins
 from grue_bench.resolve.grid import build_specs
 from grue_bench.rewards.base import RewardFunction
+from grue_bench.rl.checkpoint import CHECKPOINT, META_FILE
 from grue_bench.runner.executor import GridExecutor
-from grue_bench.store import Store
+from grue_bench.runner.run import spec_dir
+from grue_bench.store import BEFORE_TRAINING, Store
 
 FAST = [
     "train_evaluation.n_iters=4",
@@ -294,15 +296,60 @@ def test_a_run_a_live_grid_holds_is_left_to_it_and_reported(tmp_path):
     ]
 
 
-def test_a_run_duration_counts_from_its_own_start_not_the_grid_start(tmp_path):
+@pytest.fixture(scope="module")
+def two_seeds(tmp_path_factory) -> tuple[Path, list]:
+    """Seeds 0 and 1 run one after the other into ``s.sqlite``, their folders in ``runs/``."""
+    root = tmp_path_factory.mktemp("two_seeds")
     specs = build_specs(["increasing_numbers"], ["ppo"], [0, 1], "tiny", overrides=FAST)
-    with Store(tmp_path / "s.sqlite") as store:
-        GridExecutor(store, tmp_path / "runs").run(specs)
+    with Store(root / "s.sqlite") as store:
+        GridExecutor(store, root / "runs").run(specs)
+    return root, specs
+
+
+def test_a_run_duration_counts_from_its_own_start_not_the_grid_start(two_seeds):
+    root, _ = two_seeds
+    with Store(root / "s.sqlite") as store:
         first, second = sorted(store.runs(status="finished"), key=lambda r: r.seed)
     assert second.started_at >= first.finished_at  # seed 1 waited for seed 0; its clock did not run
     for run in (first, second):
         span = datetime.fromisoformat(run.finished_at) - datetime.fromisoformat(run.started_at)
         assert run.duration_s == pytest.approx(span.total_seconds(), abs=1e-3)
+
+
+def _stored_values(store_path, seed: int) -> dict[tuple[str, str, int], float]:
+    """The values a store recorded for the run of ``seed``, but timings, by (split, name, iteration)."""
+    found = rows(
+        store_path,
+        "select split, name, iteration, value from metrics join runs on runs.id = metrics.run_id"
+        f" where seed = {seed} and name not like 'time/%'",
+    )
+    return {(split, name, iteration): value for split, name, iteration, value in found}
+
+
+def test_a_run_new_to_its_store_or_forced_starts_over_whatever_its_folder_holds(two_seeds, tmp_path):
+    """A finished run's folder keeps its last checkpoint. The same run into a new store with the
+    same output folder does not resume from it: it records the test before training and every
+    iteration, the values of the first. A forced run empties the folder too; a resumed one keeps it."""
+    root, specs = two_seeds
+    folder = spec_dir(root / "runs", specs[0])
+    assert (folder / CHECKPOINT / META_FILE).is_file()
+    again = tmp_path / "again.sqlite"
+    with Store(again) as store:
+        GridExecutor(store, root / "runs").run(specs[:1])
+    got = _stored_values(again, seed=0)
+    assert got == _stored_values(root / "s.sqlite", seed=0)
+    assert {i for split, _, i in got if split == "test"} == {BEFORE_TRAINING, 4}
+    assert {i for _, name, i in got if name == "rollout/reward"} == {1, 2, 3, 4}
+
+    with Store(again) as store:
+        run = store.runs()[0]
+        store.fail_run(run.id, "killed")
+        assert GridExecutor(store, root / "runs").claim(specs[:1]) == specs[:1]  # resumed: kept
+        assert (folder / CHECKPOINT / META_FILE).is_file()
+        store.release_runs()
+        assert GridExecutor(store, root / "runs", force=True).claim(specs[:1]) == specs[:1]
+        assert not folder.exists()
+        store.release_runs()
 
 
 class NaNAfterFirstCall(RewardFunction):
