@@ -17,7 +17,7 @@ from grue_bench.data import Sample
 from grue_bench.errors import GrueError, Problem
 from grue_bench.metrics.base import Metric, MetricScores
 from grue_bench.plugins.components import build
-from grue_bench.rl.checkpoint import random_states_kept
+from grue_bench.random_states import random_states_kept
 from grue_bench.schema import Component
 
 log = logging.getLogger(__name__)

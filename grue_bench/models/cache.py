@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grue_bench.rl.checkpoint import random_states_kept
+from grue_bench.random_states import random_states_kept
 
 logger = logging.getLogger(__name__)
 

@@ -15,16 +15,21 @@ can be ahead of the writer when both are killed)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import random
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy
 import torch
+
+from grue_bench.random_states import (
+    as_lists,
+    as_tuples,
+    host_rng_state,
+    set_host_rng_state,
+    set_torch_rng_state,
+    torch_rng_state,
+)
 
 STATE_FILE = "state.pt"
 META_FILE = "meta.json"
@@ -79,7 +84,7 @@ def save_checkpoint(directory: Path, algorithm: Checkpointable, rng_state: Any) 
     torch.save({**algorithm.state_dict(), **torch_rng_state()}, tmp / STATE_FILE)
     meta = {
         "iteration": algorithm.iteration,
-        "rng_state": _jsonable(rng_state),
+        "rng_state": as_lists(rng_state),
         **host_rng_state(),
     }
     (tmp / META_FILE).write_text(json.dumps(meta))
@@ -101,53 +106,4 @@ def load_checkpoint(directory: Path, algorithm: Checkpointable) -> tuple | None:
     algorithm.iteration = meta["iteration"]
     set_torch_rng_state(state)
     set_host_rng_state(meta)
-    return _tupled(meta["rng_state"])
-
-
-def torch_rng_state() -> dict[str, Any]:
-    """torch's global random states, CPU and CUDA (tensors, for ``torch.save``)."""
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
-    return {"torch_rng": torch.get_rng_state(), "cuda_rng": cuda}
-
-
-def set_torch_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch_rng"])
-    if state["cuda_rng"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda_rng"])
-
-
-@contextlib.contextmanager
-def random_states_kept() -> Iterator[None]:
-    """Run the block, then put torch's, Python's and NumPy's global random states back as they
-    were: what comes after draws as if the block had not run (scoring, a supervised run's
-    validations)."""
-    torch_state, host_state = torch_rng_state(), host_rng_state()
-    try:
-        yield
-    finally:
-        set_torch_rng_state(torch_state)
-        set_host_rng_state(host_state)
-
-
-def host_rng_state() -> dict[str, Any]:
-    """Python's and NumPy's global random states (JSON)."""
-    return {"python_rng": _jsonable(random.getstate()), "numpy_rng": _jsonable(_numpy_state())}
-
-
-def set_host_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(_tupled(state["python_rng"]))
-    numpy.random.set_state(_tupled(state["numpy_rng"]))
-
-
-def _numpy_state() -> tuple:
-    """NumPy's global random state with its key array as a list (JSON)."""
-    name, keys, position, has_gauss, cached = numpy.random.get_state()
-    return (name, keys.tolist(), position, has_gauss, cached)
-
-
-def _jsonable(value: Any) -> Any:
-    return [_jsonable(v) for v in value] if isinstance(value, (tuple, list)) else value
-
-
-def _tupled(value: Any) -> Any:
-    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+    return as_tuples(meta["rng_state"])

@@ -14,10 +14,10 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from grue_bench.random_states import random_states_kept
 from grue_bench.rl.checkpoint import (
     discard_staged,
     load_checkpoint,
-    random_states_kept,
     save_checkpoint,
     staged_dir,
 )

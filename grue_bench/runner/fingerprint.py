@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from grue_bench.rl.checkpoint import torch_rng_state
+from grue_bench.random_states import torch_rng_state
 
 
 def tensor_bytes(tensor: torch.Tensor) -> bytes:

@@ -31,7 +31,7 @@ import torch
 
 import grue_bench
 from grue_bench import plugins
-from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
+from grue_bench.random_states import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.runner.evaluator import Evaluator, evaluation_metrics
 from grue_bench.runner.fingerprint import (
     add_weights,

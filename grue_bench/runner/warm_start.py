@@ -27,9 +27,9 @@ import torch
 from grue_bench.config import hashed_training_args
 from grue_bench.errors import GrueError
 from grue_bench.models import load_base_lm
+from grue_bench.random_states import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.resolve import supervised_args
 from grue_bench.rl.adapters import is_adapted, merged
-from grue_bench.rl.checkpoint import host_rng_state, set_host_rng_state, set_torch_rng_state, torch_rng_state
 from grue_bench.runner.assemble import Run
 from grue_bench.runner.fingerprint import add_torch_random_states, add_weights, tokenizer_definition
 from grue_bench.runner.world import world_size
