@@ -258,6 +258,7 @@ def test_run_key_is_stable_and_distinguishes_each_part():
 def test_start_resume_finish_and_force(store: Store):
     run = start(store)
     assert run.status == "queued" and run.source == "run" and run.key == run_key("imdb", "ppo", 0, "abc123")
+    assert run.afresh  # new to the store: nothing on disk is its own
     store.mark_executing(run.id)  # a worker takes it up
     executing = store.get_run(run.key)
     assert executing.status == "running" and executing.started_at >= run.started_at
@@ -270,7 +271,7 @@ def test_start_resume_finish_and_force(store: Store):
     assert failed.status == "failed" and failed.error.startswith("CUDA") and failed.finished_at
 
     resumed = start(store)  # a failed run is queued again, to resume from its checkpoint with its rows
-    assert resumed.id == run.id and resumed.status == "queued"
+    assert resumed.id == run.id and resumed.status == "queued" and not resumed.afresh
     assert resumed.error is None and resumed.finished_at is None
     assert resumed.duration_s == failed.duration_s  # the failed attempt's time is kept
     assert resumed.last_checkpoint_iteration == 4 and resumed.started_at == run.started_at
@@ -283,12 +284,13 @@ def test_start_resume_finish_and_force(store: Store):
     finished = store.get_run(run.key)
     assert finished.status == "finished" and finished.done and finished.duration_s >= 0
     assert start(store) == finished  # a finished run is returned unchanged: the caller skips it
+    assert not start(store).afresh
 
     store.add_generations(
         run.id, 5, "test", [{"sample_id": "a", "prompt": "p", "text": "t", "references": []}]
     )
     forced = start(store, force=True)
-    assert forced.id == run.id and forced.status == "queued"
+    assert forced.id == run.id and forced.status == "queued" and forced.afresh
     assert forced.last_checkpoint_iteration is None and forced.finished_at is None
     assert count(store, "metrics", run.id) == 0 and count(store, "generations", run.id) == 0
     assert len(store.runs()) == 1

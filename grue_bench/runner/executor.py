@@ -34,7 +34,7 @@ from grue_bench.resolve.grid import RunSpec
 from grue_bench.runner.prepare import asset_key, error_text, prepare_here, prepare_in
 from grue_bench.runner.recorder import MessageRecorder, Recorder, StoreRecorder, apply_message
 from grue_bench.runner.run import RunOutcome, execute, spec_dir
-from grue_bench.store import Store, run_key
+from grue_bench.store import Store
 from grue_bench.store.claims import HEARTBEAT_S, Owner
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,6 @@ class GridExecutor:
         process holds it (left to that process). A run the store starts afresh (new to it, or
         ``--force``) starts in an empty folder: what an earlier run left in it (a checkpoint, a
         warm start) would otherwise be resumed."""
-        known = self.store.get_run(run_key(spec.task, spec.alg, spec.seed, spec.config_hash))
         record = self.store.start_run(
             task=spec.task,
             task_version=plugins.TASKS.get(spec.task).version,
@@ -146,7 +145,7 @@ class GridExecutor:
         if holder is not None and holder != Owner.current():
             self.report.elsewhere[spec.label] = holder.describe()
             return False
-        if known is None or self.force:
+        if record.afresh:
             self._empty_folder(spec)
         self.run_ids[spec.label] = record.id
         return True

@@ -10,7 +10,8 @@ caller leaves it to that process, even with ``force=True``), queues a 'queued', 
 process died) or 'failed' run again for a resume (its rows, provenance, checkpoint and the time
 its attempts ran are kept: a finished run's duration is that of all its attempts),
 returns a finished one unchanged (the caller skips it), and with ``force=True`` deletes the run's
-metrics and generations and starts it afresh.
+metrics and generations and starts it afresh. The record it returns says whether the run starts
+afresh (``RunRecord.afresh``): then nothing an earlier attempt left on disk may be resumed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,9 @@ class RunRecord:
     heartbeat_at: str | None
     skipped_metrics: dict[str, str]
     """The metrics the run could not compute, each with the reason (empty when none)."""
+    afresh: bool = field(default=False, compare=False)
+    """Not a column, nor compared: true only on the record ``start_run`` returns when it inserted
+    the run or restarted it (``force``), so that nothing an earlier attempt left may be resumed."""
 
     @property
     def artifacts(self) -> Path | None:
@@ -90,14 +94,14 @@ class RunRecord:
         return Owner.from_row(vars(self))
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> RunRecord:
+    def from_row(cls, row: Mapping[str, Any], *, afresh: bool = False) -> RunRecord:
         """Build from a ``runs`` row."""
-        values = {f.name: row[f.name] for f in fields(cls)}
+        values = {f.name: row[f.name] for f in fields(cls) if f.name != "afresh"}
         for name in ("config", "versions", "submission", "skipped_metrics"):
             if values[name] is not None:
                 values[name] = json.loads(values[name])
         values["skipped_metrics"] = values["skipped_metrics"] or {}
-        return cls(**values)
+        return cls(**values, afresh=afresh)
 
 
 def run_key(task: str, alg: str, seed: int, config_hash: str) -> str:
@@ -196,7 +200,7 @@ class RunsTable:
                 )
             record = self._run_row("key", key)
         assert record is not None
-        return RunRecord.from_row(record)
+        return RunRecord.from_row(record, afresh=existing is None or force)
 
     def get_run(self, key: str) -> RunRecord | None:
         """The run with this key, or None."""
