@@ -20,7 +20,7 @@ SMALL_TASKS = ("imdb", "commongen", "cnn_dailymail", "totto", "daily_dialog")
 PROFILE_TASKS = {"tiny": tuple(plugins.grue_tasks()), "small": SMALL_TASKS}
 """The tasks each profile's reference baselines cover."""
 SEEDS = {("small-ppo", "imdb"): 5, ("small-supervised-ppo", "imdb"): 4}
-"""Rows with more than 3 seeds: IMDB's supervised+PPO − PPO gap asked for 4-5 (its seed 4 is running)."""
+"""Rows with more than 3 seeds: IMDB's supervised+PPO − PPO gap asked for 4-5 (its seed 4 ships later)."""
 RESCORED_TASK = {"tiny": "totto", "small": "daily_dialog"}
 """The task whose seed 0 is re-scored here, per profile (one is enough to catch a drift)."""
 NEEDS_THE_MODEL = {"fluency_metrics/perplexity"}
