@@ -12,8 +12,9 @@ tasks=${1:-all}
 out=${OUT:-baselines}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-stores=(baselines/stores/small/*.sqlite)  # all: every task's
-if [[ $tasks != all ]]; then
+if [[ $tasks == all ]]; then
+  stores=(baselines/stores/small/*.sqlite)
+else
   stores=()
   for task in ${tasks//,/ }; do
     stores+=(baselines/stores/small/"$task"_*.sqlite)
