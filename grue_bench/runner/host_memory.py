@@ -27,6 +27,7 @@ A user who tunes glibc's allocator (``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOL
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import platform
@@ -89,6 +90,8 @@ def memory_is_short(meminfo: Path = Path("/proc/meminfo"), cgroup: Path | None =
     """Whether less than ``LOW_MEMORY_FRACTION`` of the machine's memory is available (Linux's
     ``MemAvailable``), or of the limit of the process's cgroup (v2: ``memory.max``) where one is set."""
     fields = dict(line.split(":", 1) for line in meminfo.read_text().splitlines() if ":" in line)
+    if "MemAvailable" not in fields:  # Linux before 3.14
+        return False
     total, available = (int(fields[name].split()[0]) << 10 for name in ("MemTotal", "MemAvailable"))
     cgroup = cgroup or own_cgroup()
     cap = cgroup / "memory.max" if cgroup else None
@@ -99,6 +102,7 @@ def memory_is_short(meminfo: Path = Path("/proc/meminfo"), cgroup: Path | None =
     return available < LOW_MEMORY_FRACTION * total
 
 
+@functools.cache
 def own_cgroup() -> Path | None:
     """The folder of this process's cgroup v2 (``/proc/self/cgroup``'s ``0::`` line), if any."""
     try:

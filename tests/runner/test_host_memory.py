@@ -145,3 +145,9 @@ def test_memory_is_short_under_a_quarter_of_the_machine_or_of_its_cgroups_limit(
 ):
     meminfo, cgroup = fake_proc(tmp_path, 16 << 20, available_kib, limit, used)
     assert memory_is_short(meminfo, cgroup) is short
+
+
+def test_a_kernel_without_memavailable_is_never_short(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal: 16777216 kB\nMemFree: 1 kB\n")
+    assert memory_is_short(meminfo, tmp_path) is False
