@@ -4,7 +4,7 @@
     python benchmarks/supervised_memory.py --task cnn_dailymail --rows 4 \
         --set alg.training_args.gradient_checkpointing=true
     python benchmarks/supervised_memory.py --task cnn_dailymail --rows 4 --head every-column
-    python benchmarks/supervised_memory.py --task iwslt2017_en_de --steps 40 --keep-freed-memory
+    python benchmarks/supervised_memory.py --task iwslt2017_en_de --rows 4 --steps 60 --keep-freed-memory
 
 The step is the one a ``grue run --alg supervised`` run takes (its config as the runner builds it,
 its first batch of the shuffled train references, its precision), in a process of its own: run one

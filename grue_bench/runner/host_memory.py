@@ -13,8 +13,8 @@ against under a million and 4-5 s with 1 GiB of freed memory kept (``benchmarks/
 ``KEPT_BYTES`` of freed memory at the heap's top (``M_TRIM_THRESHOLD``) instead of handing it back:
 the next step reuses pages already mapped. Memory freed inside the heap (below its top) stays
 resident too, and blocks of many sizes fragment it: a supervised fit over batches of every length
-grows step by step (IWSLT's small-profile fit, 16 x 4 rows: 3.0 GiB resident after its first step,
-6.1 GiB after its 60th, 3.6 GiB of it free in the heap). So after each optimizer step, while the
+grows step by step (IWSLT's small-profile fit at 4 rows a step: 3.0 GiB resident after its first
+step, 6.0 GiB after its 60th, 3.7 GiB of it free in the heap). So after each optimizer step, while the
 machine is short of memory (``memory_is_short``), the heap's free pages go back to the kernel
 (``malloc_trim``), and the next steps fault them in again. What is computed does not change
 (allocation only). With
