@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -64,6 +65,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``grue`` console script; returns the exit status."""
+    try:
+        status = run_command(argv)
+        sys.stdout.flush()  # a reader that stopped early (``grue runs | head``) fails here, not at exit
+        return status
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 141  # as a command stopped by SIGPIPE
+
+
+def run_command(argv: Sequence[str] | None) -> int:
+    """The command that ``argv`` names, run; its exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(command_named(argv)).parse_args(argv)
     args.argv = argv  # a command that starts itself again (grue run --num-processes) passes it on

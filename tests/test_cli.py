@@ -45,6 +45,17 @@ def test_python_m_grue_bench_runs_the_cli_of_this_interpreter():
     assert usage_error.stderr.startswith("usage: grue ")
 
 
+def test_a_reader_that_stops_early_is_no_error():
+    """``grue ls | head -1``: the pipe closes before grue writes; no traceback, SIGPIPE's status."""
+    listing = subprocess.Popen(
+        [sys.executable, "-m", "grue_bench", "ls"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    listing.stdout.close()  # the reader stopped before anything was written
+    stderr = listing.stderr.read()
+    assert listing.wait() == 141
+    assert stderr == ""
+
+
 def test_ls_lists_every_kind(run_grue):
     code, out, _ = run_grue("ls")
     assert code == 0
