@@ -40,10 +40,12 @@ print(json.dumps({"kept": kept, "faults": faults}))
 PAGES = (64 << 20) // 4096
 
 
-def probe(**env: str) -> dict:
+def probe(*args: str, code: str = PROBE, **env: str) -> dict:
+    """``code`` run in a fresh interpreter with ``args``, without the caller's allocator settings
+    (plus ``env``); its JSON line."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
     done = subprocess.run(
-        [sys.executable, "-c", PROBE], env={**clean, **env}, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, *args], env={**clean, **env}, capture_output=True, text=True, check=True
     )
     return json.loads(done.stdout)
 
@@ -104,15 +106,7 @@ print(json.dumps({"freed": freed, "after_step": resident_mib()}))
 
 @pytest.mark.parametrize("short", [True, False], ids=["short of memory", "memory to spare"])
 def test_an_optimizer_step_hands_the_heaps_free_pages_back_only_when_memory_is_short(short):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
-    done = subprocess.run(
-        [sys.executable, "-c", HOLE, "1.0" if short else "0.0"],
-        env=clean,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result = json.loads(done.stdout)
+    result = probe("1.0" if short else "0.0", code=HOLE)
     if short:
         assert result["after_step"] < result["freed"] - 240  # the 256 MiB hole handed back
     else:
