@@ -166,6 +166,8 @@ def test_evaluation_batches_prompts_of_like_length_and_returns_texts_in_the_samp
         return SimpleNamespace(texts=[f"answer to {prompt}" for prompt in prompts])
 
     monkeypatch.setattr(evaluator, "generate", echo)
+    handed_back_before = []  # the batches generated when the heap's free pages were offered back
+    monkeypatch.setattr(evaluator, "hand_back_when_short", lambda: handed_back_before.append(len(batches)))
     data = _rl_data()
     data["env"]["args"].update(max_prompt_length=4)
     data["train_evaluation"]["eval_batch_size"] = 2
@@ -176,6 +178,7 @@ def test_evaluation_batches_prompts_of_like_length_and_returns_texts_in_the_samp
     assert texts == [f"answer to {prompt}" for prompt in prompts]
     # cut to 4 tokens, the two longest prompts are as wide as each other: they keep their order
     assert batches == [[1, 1], [2, 3], [6, 5]]
+    assert handed_back_before == [0, 1, 2]
     assert evaluator.generate_texts(lm, tokenizer, "causal", config, [], "val", torch.device("cpu")) == []
 
 

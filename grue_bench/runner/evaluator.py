@@ -17,6 +17,7 @@ from grue_bench.postprocessing import post_process
 from grue_bench.rl.precision import FP32, Precision
 from grue_bench.rl.rollout import generate
 from grue_bench.runner.generation import evaluation_generation_kwargs, generation_settings
+from grue_bench.runner.host_memory import hand_back_when_short
 from grue_bench.scoring import Scores, score
 
 
@@ -48,7 +49,8 @@ def generate_texts(
     """Generate for every sample with the evaluation's generation kwargs, in the run's
     ``precision``, ``eval_batch_size`` prompts at a time, shortest prompts first (a batch is
     padded to its longest prompt: prompts of like length batched together waste fewer columns);
-    the texts in the samples' order, post-processed if the kwargs name a post-processor."""
+    the texts in the samples' order, post-processed if the kwargs name a post-processor. Before each
+    batch the process hands its heap's free pages back if memory is short (``host_memory``)."""
     settings = generation_settings(config, evaluation=True, tokenizer=tokenizer, model_type=model_type)
     size = config.train_evaluation.eval_batch_size
     prompts = [s.prompt_or_input_text for s in samples]
@@ -56,6 +58,7 @@ def generate_texts(
     texts: list[str] = [""] * len(prompts)
     for start in tqdm(range(0, len(order), size), desc=f"generate {split}", unit="batch", leave=False):
         batch = order[start : start + size]
+        hand_back_when_short()
         with precision.autocast():
             generated = generate(lm, tokenizer, model_type, [prompts[i] for i in batch], settings, device)
         for index, text in zip(batch, generated.texts, strict=True):

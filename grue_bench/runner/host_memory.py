@@ -14,9 +14,11 @@ against under a million and 4-5 s with 1 GiB of freed memory kept (``benchmarks/
 the next step reuses pages already mapped. Memory freed inside the heap (below its top) stays
 resident too, and blocks of many sizes fragment it: a supervised fit over batches of every length
 grows step by step (IWSLT's small-profile fit at 4 rows a step: 3.0 GiB resident after its first
-step, 6.0 GiB after its 60th, 3.7 GiB of it free in the heap). So after each optimizer step, while the
-machine is short of memory (``memory_is_short``), the heap's free pages go back to the kernel
-(``malloc_trim``), and the next steps fault them in again. What is computed does not change
+step, 6.0 GiB after its 60th, 3.7 GiB of it free in the heap). So after each optimizer step and
+before each evaluation batch (``hand_back_when_short``: an evaluation after a fit has no steps, and
+holds the fit's heap while another run grows), while the machine is short of memory
+(``memory_is_short``), the heap's free pages go back to the kernel (``malloc_trim``), and the next
+steps fault them in again. What is computed does not change
 (allocation only). With
 jemalloc or tcmalloc preloaded (``LD_PRELOAD``, as PyTorch's CPU performance guide recommends) glibc's
 allocator is not used and this changes nothing.
@@ -113,8 +115,13 @@ def own_cgroup() -> Path | None:
     return Path("/sys/fs/cgroup" + unified[0]) if unified else None
 
 
-def _hand_back_when_short(optimizer, args, kwargs) -> None:
-    """After an optimizer step, while memory is short: the heap's free pages back to the kernel
-    (``KEPT_BYTES`` at its top kept)."""
-    if memory_is_short():
+def hand_back_when_short() -> None:
+    """While memory is short, in a process that ``keep_freed_memory`` set: the heap's free pages back
+    to the kernel (``KEPT_BYTES`` at its top kept). Anywhere else, nothing."""
+    if _hook is not None and memory_is_short():
         ctypes.CDLL(None).malloc_trim(ctypes.c_size_t(KEPT_BYTES))
+
+
+def _hand_back_when_short(optimizer, args, kwargs) -> None:
+    """``hand_back_when_short`` after an optimizer step."""
+    hand_back_when_short()

@@ -1,6 +1,6 @@
 """A run's process reuses the memory it frees: a large block freed and asked for again costs no new
 page faults (glibc's default maps and unmaps it, and faults in every page again); while the machine is
-short of memory, an optimizer step hands the heap's free pages back."""
+short of memory, an optimizer step (or an evaluation batch) hands the heap's free pages back."""
 
 from __future__ import annotations
 
@@ -99,18 +99,27 @@ ctypes.memset(above, 1, 8 << 20)
 libc.free(hole)
 freed = resident_mib()
 host_memory.LOW_MEMORY_FRACTION = float(sys.argv[1])  # 1.0: always short of memory; 0.0: never
-optimizer.step()
+optimizer.step() if sys.argv[2] == "step" else host_memory.hand_back_when_short()
 print(json.dumps({"freed": freed, "after_step": resident_mib()}))
 """
 
 
+@pytest.mark.parametrize("by", ["step", "call"], ids=["an optimizer step", "an evaluation batch's call"])
 @pytest.mark.parametrize("short", [True, False], ids=["short of memory", "memory to spare"])
-def test_an_optimizer_step_hands_the_heaps_free_pages_back_only_when_memory_is_short(short):
-    result = probe("1.0" if short else "0.0", code=HOLE)
+def test_the_heaps_free_pages_are_handed_back_only_when_memory_is_short(short, by):
+    result = probe("1.0" if short else "0.0", by, code=HOLE)
     if short:
         assert result["after_step"] < result["freed"] - 240  # the 256 MiB hole handed back
     else:
         assert result["after_step"] >= result["freed"] - 8  # still resident, for the next step
+
+
+def test_a_process_that_did_not_keep_freed_memory_hands_nothing_back(monkeypatch):
+    from grue_bench.runner import host_memory
+
+    monkeypatch.setattr(host_memory, "_hook", None)
+    monkeypatch.setattr(host_memory, "memory_is_short", lambda: pytest.fail("memory read without need"))
+    host_memory.hand_back_when_short()  # neither reads memory nor trims (glibc's own settings stand)
 
 
 def fake_proc(tmp_path, total_kib: int, available_kib: int, limit: str | None = None, used: int = 0):
