@@ -18,10 +18,9 @@ step, 6.0 GiB after its 60th, 3.7 GiB of it free in the heap). So after each opt
 before each evaluation batch (``hand_back_when_short``: an evaluation after a fit has no steps, and
 holds the fit's heap while another run grows), while the machine is short of memory
 (``memory_is_short``), the heap's free pages go back to the kernel (``malloc_trim``), and the next
-steps fault them in again. What is computed does not change
-(allocation only). With
-jemalloc or tcmalloc preloaded (``LD_PRELOAD``, as PyTorch's CPU performance guide recommends) glibc's
-allocator is not used and this changes nothing.
+steps fault them in again. What is computed does not change (allocation only). With jemalloc or
+tcmalloc preloaded (``LD_PRELOAD``, as PyTorch's CPU performance guide recommends) glibc's allocator
+is not used and this changes nothing.
 A user who tunes glibc's allocator (``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOLD_``,
 ``MALLOC_MMAP_THRESHOLD_``, ``glibc.malloc.*`` in ``GLIBC_TUNABLES``) keeps their settings.
 """

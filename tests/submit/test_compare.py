@@ -105,10 +105,10 @@ def test_the_shipped_comparison_is_what_grue_compare_writes_today(tmp_path: Path
     assert text == shipped, "regenerate it: grue compare --profile tiny,small --out baselines/COMPARISON.md"
     tiny, small = text.split("## Profile `small`")
     assert "A smoke profile" in tiny and "paper Sentiment" not in tiny
-    tasks = r"\(imdb, commongen, cnn_dailymail, totto, daily_dialog\)"
-    assert re.search(rf"Of 25 steps of the paper's ordering {tasks}: \d+ agree", small)
+    tasks = r"\(imdb, commongen, cnn_dailymail, totto, narrative_qa, iwslt2017_en_de, daily_dialog\)"
+    assert re.search(rf"Of 35 steps of the paper's ordering {tasks}: \d+ agree", small)
     assert "| floor:constant |" in small and "| ceiling:human |" in small
-    assert len(re.findall(r"^- supervised > zero-shot: (better|worse|tie) ", text, re.M)) == 12  # 7 + 5 tasks
+    assert len(re.findall(r"^- supervised > zero-shot: (better|worse|tie) ", text, re.M)) == 14  # 7 + 7 tasks
     stated = yaml.safe_load((BASELINES / "small-ppo" / "submission.yaml").read_text())["tasks"]["imdb"][
         "scores"
     ]
