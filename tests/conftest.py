@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from grue_bench.assets.wordnet import DEBIAN_WORDNET_DIR
+from grue_bench.rl.precision import bf16_supported
 
 REPO = Path(__file__).resolve().parent.parent
 RL4LMS_CONFIGS = Path(__file__).resolve().parent / "data" / "rl4lms_configs"
@@ -28,6 +30,15 @@ and fail, naming it, so the suite cannot pass by skipping."""
 def skip_unless_in_ci(missing: bool, reason: str) -> pytest.MarkDecorator:
     """``skipif(missing)`` on a developer's machine; under ``CI=true``, no skip."""
     return pytest.mark.skipif(missing and not IN_CI, reason=reason)
+
+
+NEEDS_NATIVE_BF16 = pytest.mark.skipif(
+    not bf16_supported(torch.device("cpu")),
+    reason="this CPU has no bfloat16 instructions (AVX-512 BF16 or AMX): a bf16 run is refused here",
+)
+"""For a test of what runs in bf16 on this CPU: skipped on one without bfloat16 instructions, where
+GRUE Bench refuses bf16 (``rl/precision.check_supported``), in CI too (a machine's instructions, like
+a GPU, are not something CI can install)."""
 
 
 def need_module(name: str) -> ModuleType:

@@ -9,6 +9,7 @@ penalty is small, and a run stops as soon as the bar is reached.
 import random
 
 import pytest
+from conftest import NEEDS_NATIVE_BF16
 
 from grue_bench import plugins
 from grue_bench.datapools import task_corpus
@@ -65,6 +66,7 @@ def test_reward_rises_by_half_the_gap(alg, model_type, seed, base_lms):
     _rises_by_half_the_gap(alg, model_type, seed, base_lms)
 
 
+@NEEDS_NATIVE_BF16
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
 def test_in_bf16_ppo_reward_rises_by_half_the_gap_too(model_type, seed, base_lms):

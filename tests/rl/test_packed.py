@@ -1,11 +1,14 @@
-"""bf16 decoding with packed weights (``grue_bench/rl/packed.py``): the same numbers as autocast's
-own products, only where those are oneDNN bf16 products, and the layers as they were afterwards."""
+"""Decoding with packed weights (``grue_bench/rl/packed.py``): in bf16 the same numbers as autocast's
+own products, in float32 the same to rounding, only on a CPU without gradients, and the layers as
+they were afterwards."""
 
 import pytest
 import torch
+from conftest import NEEDS_NATIVE_BF16
 
 from grue_bench.rl import packed
-from grue_bench.rl.packed import applies, packed_linears
+from grue_bench.rl.packed import FLOAT32_PACKED_ROWS, packed_dtype, packed_linears
+from grue_bench.rl.precision import bf16_supported
 from grue_bench.rl.rollout import GenerationSettings, generate
 
 from .tiny_lm import tiny_llama, word_tokenizer
@@ -17,6 +20,7 @@ needs_onednn = pytest.mark.skipif(
 
 
 @needs_onednn
+@NEEDS_NATIVE_BF16
 @pytest.mark.parametrize("bias", [False, True])
 def test_a_packed_layer_computes_what_autocast_computes(bias):
     torch.manual_seed(0)
@@ -32,6 +36,7 @@ def test_a_packed_layer_computes_what_autocast_computes(bias):
 
 
 @needs_onednn
+@NEEDS_NATIVE_BF16
 @pytest.mark.parametrize("tie", [True, False])
 def test_sampling_with_packed_weights_draws_the_same_tokens_and_log_probs(tie, monkeypatch):
     tokenizer, lm = word_tokenizer(), tiny_llama(tie=tie).eval()
@@ -44,26 +49,66 @@ def test_sampling_with_packed_weights_draws_the_same_tokens_and_log_probs(tie, m
 
     packs, pack = [], packed._packed_forward
     monkeypatch.setattr(
-        packed, "_packed_forward", lambda layer, rows: packs.append(layer) or pack(layer, rows)
+        packed,
+        "_packed_forward",
+        lambda layer, rows, dtype: packs.append(layer) or pack(layer, rows, dtype),
     )
     ours = sampled()
     assert len(packs) == 2 * 7 + 1  # each layer's 7 linear layers, and the head (tied or not)
-    monkeypatch.setattr(packed, "applies", lambda lm: False)
+    monkeypatch.setattr(packed, "packed_dtype", lambda lm: None)
     plain = sampled()
     assert torch.equal(ours.tokens.response_ids, plain.tokens.response_ids)
     assert torch.equal(ours.logprobs, plain.logprobs) and ours.texts == plain.texts
 
 
-def test_it_packs_nothing_outside_cpu_bf16_autocast_without_gradients():
-    layer = torch.nn.Linear(4, 4)
+@needs_onednn
+def test_a_packed_float32_layer_computes_mkls_product_to_rounding_and_long_inputs_as_mkl():
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(576, 1536)
+    short, long = torch.randn(16, 576), torch.randn(FLOAT32_PACKED_ROWS + 1, 576)
     with torch.no_grad():
-        assert not applies(layer)  # float32: MKL's products, not oneDNN's
+        plain_short, plain_long = layer(short), layer(long)
+        exact = torch.nn.functional.linear(short.double(), layer.weight.double(), layer.bias.double())
+        with packed_linears(layer, rows=16):
+            assert "forward" in layer.__dict__
+            ours_short, ours_long = layer(short), layer(long)
+    assert ours_short.dtype == torch.float32
+    assert torch.allclose(ours_short, plain_short, rtol=0, atol=1e-5)
+    assert (ours_short.double() - exact).abs().max() < 1e-5  # float32 rounding, as MKL's
+    assert torch.equal(ours_long, plain_long)  # over FLOAT32_PACKED_ROWS rows: MKL's own product
+
+
+@needs_onednn
+def test_float32_sampling_with_packed_weights_draws_the_same_tokens_and_log_probs_to_rounding(monkeypatch):
+    tokenizer, lm = word_tokenizer(), tiny_llama().eval()
+    settings = GenerationSettings(8, "left", 6, False, {"do_sample": True, "top_k": 0})
+
+    def sampled():
+        torch.manual_seed(3)
+        return generate(lm, tokenizer, "causal", ["1 2", "the dog runs 4 5", "7"], settings, "cpu")
+
+    ours = sampled()
+    monkeypatch.setattr(packed, "packed_dtype", lambda lm: None)
+    plain = sampled()
+    assert torch.equal(ours.tokens.response_ids, plain.tokens.response_ids) and ours.texts == plain.texts
+    assert torch.allclose(ours.logprobs, plain.logprobs, rtol=0, atol=1e-5)
+
+
+def test_it_packs_only_on_a_cpu_without_gradients_in_bf16_or_float32():
+    layer = torch.nn.Linear(4, 4)
+    onednn = torch.float32 if torch.backends.mkldnn.is_available() else None
+    native_bf16 = onednn and bf16_supported(torch.device("cpu"))
+    with torch.no_grad():
+        assert packed_dtype(layer) == onednn
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            assert applies(layer) == torch.backends.mkldnn.is_available()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert not applies(layer)  # a gradient would need autograd through the packed product
-        with packed_linears(layer, rows=1):
-            assert "forward" not in layer.__dict__
+            assert packed_dtype(layer) == (torch.bfloat16 if native_bf16 else None)
+        with torch.autocast("cpu", dtype=torch.float16):
+            assert packed_dtype(layer) is None  # fp16 autocast's own products
+        with packed_linears(layer.to(torch.bfloat16), rows=1):
+            assert "forward" not in layer.__dict__  # float32 packing leaves other weights alone
+    assert packed_dtype(layer) is None  # a gradient would need autograd through the packed product
+    with packed_linears(layer, rows=1):
+        assert "forward" not in layer.__dict__
 
 
 @needs_onednn

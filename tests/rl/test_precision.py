@@ -4,6 +4,7 @@ refused naming the setting. (Resuming a half-precision run: tests/runner/test_ex
 
 import pytest
 import torch
+from conftest import NEEDS_NATIVE_BF16
 
 from grue_bench.errors import GrueError
 from grue_bench.rl import precision as precision_module
@@ -27,6 +28,7 @@ def _policy_and_batch():
     return policy, TokenBatch(ids, mask, response, torch.ones_like(response, dtype=torch.float))
 
 
+@NEEDS_NATIVE_BF16
 def test_bf16_runs_the_model_in_bfloat16_and_gives_float32_logprobs_values_and_gradients():
     policy, batch = _policy_and_batch()
     exact = policy(batch)

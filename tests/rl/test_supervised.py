@@ -5,6 +5,7 @@ import random
 
 import pytest
 import torch
+from conftest import NEEDS_NATIVE_BF16
 
 from grue_bench.data import Sample
 from grue_bench.rl.hparams import SupervisedArgs
@@ -55,7 +56,7 @@ def _samples(n, offset):
     ]
 
 
-@pytest.mark.parametrize("bf16", [False, True])
+@pytest.mark.parametrize("bf16", [False, pytest.param(True, marks=NEEDS_NATIVE_BF16)])
 @pytest.mark.parametrize("model_type", ["causal", "seq2seq"])
 def test_supervised_training_lowers_the_validation_loss(model_type, bf16):
     tokenizer = word_tokenizer()
@@ -93,7 +94,7 @@ def test_causal_labels_cover_only_the_reference_and_eos():
     assert torch.equal(batch["attention_mask"][1], torch.tensor([0, 0, 1, 1, 1]))
 
 
-@pytest.mark.parametrize("bf16", [False, True])
+@pytest.mark.parametrize("bf16", [False, pytest.param(True, marks=NEEDS_NATIVE_BF16)])
 def test_the_causal_loss_runs_the_lm_head_on_the_reference_columns_alone_and_equals_the_full_one(bf16):
     """Prompts of 1 to 12 words and references of 1 to 4: the loss with the LM head on the last
     columns only is the Hugging Face loss over every column, and each row's loss is what it is
