@@ -54,8 +54,8 @@ def packed_dtype(lm: Any) -> torch.dtype | None:
 @contextlib.contextmanager
 def packed_linears(lm: Any, rows: int) -> Iterator[None]:
     """Within the block, each ``torch.nn.Linear`` of ``lm`` multiplies by its weight cast to the
-    ``packed_dtype`` and laid out once for ``rows`` rows at a time (a hint: other row counts work,
-    at the same numbers); in float32 only layers with float32 weights are packed. A layer whose
+    ``packed_dtype`` and laid out once for ``rows`` rows at a time (a hint for oneDNN's layout:
+    other row counts work); in float32 only layers with float32 weights are packed. A layer whose
     ``forward`` something already replaced (a hook) is left as it is, and the others get their own
     back afterwards."""
     dtype = packed_dtype(lm)
