@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from make_workload import rl_config  # this folder's: scripts run from it or by path
+from op_times import OpTimes
 
 from grue_bench.rl.trainer import Callback, Trainer
 
@@ -79,6 +80,12 @@ def parse_args() -> argparse.Namespace:
         "--torch-profile", type=Path, help="also write a torch.profiler table of the last iteration here"
     )
     parser.add_argument(
+        "--op-times",
+        type=Path,
+        help="also write each operator's own seconds and page faults in the last iteration here, its "
+        "rollout and update apart (op_times.py)",
+    )
+    parser.add_argument(
         "--stats-out",
         type=Path,
         help="also write every iteration's statistics here as JSON (did a change keep the numbers?)",
@@ -88,21 +95,28 @@ def parse_args() -> argparse.Namespace:
 
 class Timing(Callback):
     """Seconds and statistics of every iteration; the last one under torch.profiler when
-    ``profile_to`` is given (its operators by self CPU time go to that file)."""
+    ``profile_to`` is given (its operators by self CPU time go to that file), or under ``OpTimes``
+    when ``op_times_to`` is (its table goes there; ``OpTimes.during("update")`` marks the update)."""
 
-    def __init__(self, profile_to: Path | None) -> None:
-        self.profile_to = profile_to
+    def __init__(self, profile_to: Path | None, op_times_to: Path | None = None) -> None:
+        self.profile_to, self.op_times_to = profile_to, op_times_to
         self.profiler = None
+        self.op_times = OpTimes() if op_times_to else None
+        self.timing_ops = False
         self.started = 0.0
         self.seconds: list[float] = []
         self.stats: list[dict[str, float]] = []
 
     def on_iteration_start(self, trainer: Trainer) -> None:
-        if self.profile_to and trainer.iteration == trainer.n_iters - 1:
+        last = trainer.iteration == trainer.n_iters - 1
+        if self.profile_to and last:
             from torch.profiler import ProfilerActivity, profile
 
             self.profiler = profile(activities=[ProfilerActivity.CPU], record_shapes=False)
             self.profiler.__enter__()
+        if self.op_times is not None and last:
+            self.op_times.__enter__()
+            self.timing_ops = True
         self.started = time.perf_counter()
 
     def on_iteration_end(self, trainer: Trainer, stats: dict[str, float]) -> None:
@@ -113,6 +127,23 @@ class Timing(Callback):
             table = self.profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=40)
             self.profile_to.write_text(table)
             self.profiler = None
+        if self.timing_ops:
+            self.op_times.__exit__(None, None, None)
+            self.op_times_to.write_text(self.op_times.table())
+            self.timing_ops = False
+
+    def timed_update(self, update):
+        """``update`` with its operators under the phase ``"update"`` while operators are timed."""
+        if self.op_times is None:
+            return update
+
+        def timed(rollout):
+            if not self.timing_ops:
+                return update(rollout)
+            with self.op_times.during("update"):
+                return update(rollout)
+
+        return timed
 
 
 def main() -> None:
@@ -174,7 +205,8 @@ def main() -> None:
     pool = [Sample(id=str(i), prompt_or_input_text=p, references=[]) for i, p in enumerate(prompts)]
     run = Run(config, args.seed, BaseLM(lm, tokenizer, "causal", name), {"train": pool})
     algorithm = run.rl(lm, reward_fn=reward)
-    timing = Timing(args.torch_profile)
+    timing = Timing(args.torch_profile, args.op_times)
+    algorithm.update = timing.timed_update(algorithm.update)
     run.train(algorithm, [timing])
     seconds, stats = timing.seconds, timing.stats
     if args.stats_out:

@@ -13,7 +13,8 @@ recomputes the forward pass in the backward one), float32 (``--bf16``: TRL's bf1
 0, 10 steps; the reward counts the increasing run of numbers in a completion, as
 ``bench_rewards.increasing_numbers`` (its value does not change the time). Prints one JSON line
 (``trl_timing``): ``sec_per_iter_median`` (the steps after the first, end to end: generation
-included), every step's seconds and ``peak_rss_mb``.
+included), ``generation_s_median`` (their seconds in ``generate``), every step's seconds and
+``peak_rss_mb``.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def main() -> None:
         callbacks=[times],
     )
     trainer.train()
-    print_figures("grpo", times.seconds)
+    print_figures("grpo", times.seconds, times.generation)
 
 
 if __name__ == "__main__":

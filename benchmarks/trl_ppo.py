@@ -13,7 +13,8 @@ what GRUE Bench's does not: a reward model and a value model of their own; both 
 with a fresh one-output head (its reward is meaningless, its cost is TRL's), and a separate
 reference copy. Generation stops at an EOS (TRL's PPO has no minimum length; with a pretrained LM
 and these openings few episodes end early). Prints one JSON line: ``sec_per_iter_median`` (the
-iterations after the first), every iteration's seconds and ``peak_rss_mb``.
+iterations after the first), ``generation_s_median`` (their seconds in ``generate``), every
+iteration's seconds and ``peak_rss_mb``.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def main() -> None:
         callbacks=[times],
     )
     trainer.train()
-    print_figures("ppo", times.seconds)
+    print_figures("ppo", times.seconds, times.generation)
 
 
 if __name__ == "__main__":
