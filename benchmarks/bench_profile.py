@@ -11,7 +11,8 @@ The run is the config ``grue run --task T --alg A --profile P`` trains, built as
 (``runner.assemble``), for ``--iters`` iterations, without the store and the evaluations between
 them; then its test evaluation (generation, then the whole metric suite). One JSON line:
 - ``generation_s``, ``rollout_s``, ``update_s``, ``iteration_s``: per iteration (lists);
-- ``eval_generate_s``, ``eval_score_s``: the test evaluation's two parts;
+- ``eval_generate_s``, ``eval_score_s``: the test evaluation's two parts, and ``eval_metric_s``:
+  the scoring's seconds by metric;
 - ``update_gflop``: the matrix products of the last iteration's update, counted by torch's
   ``FlopCounterMode`` on a replay of that update from the same state (linear layers; attention's
   products are not counted on CPU, a few percent at these lengths; on a GPU the replay runs them
@@ -22,6 +23,10 @@ them; then its test evaluation (generation, then the whole metric suite). One JS
   process after the run, on the run's device; ``update_share_of_peak``: the update's rate over the
   peak of its precision;
 - ``device``, and on a GPU ``peak_gpu_mib``: the most GPU memory the process held at once.
+
+``--op-times FILE`` then replays the last update and the evaluation with each operator timed
+(``op_times.py``), phase by phase, and writes the table to FILE; the figures above come from the
+untimed run.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ import contextlib
 import copy
 import json
 import time
+from pathlib import Path
+
+from op_times import OpTimes
 
 from grue_bench.rl.trainer import Callback
 
@@ -49,6 +57,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-eval", action="store_true", help="leave out the test evaluation")
+    parser.add_argument(
+        "--op-times",
+        type=Path,
+        metavar="FILE",
+        help="replay the last update and the evaluation with each operator timed; the table to FILE",
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a config override, as grue run's"
     )
@@ -95,19 +109,23 @@ class LastUpdate(Callback):
         self.rollout, self.training = rollout, self.algorithm.policy.training
         return self.update(rollout)
 
+    def replay(self) -> None:
+        """The last update again, from the state it started from."""
+        self.algorithm.load_state_dict(self.state)
+        self.algorithm.policy.train(self.training)
+        self.update(self.rollout)
+
     def counted_gflop(self) -> float:
         """The matrix products' GFLOP of a replay of the last update."""
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.utils.flop_counter import FlopCounterMode
 
-        self.algorithm.load_state_dict(self.state)
-        self.algorithm.policy.train(self.training)
         # on a GPU, attention as plain matrix products: torch's counter refuses the fused kernels'
         # grouped-query shapes (SmolLM2's 9 query heads over 3 key heads)
         device = next(self.algorithm.policy.parameters()).device
         backend = sdpa_kernel(SDPBackend.MATH) if device.type == "cuda" else contextlib.nullcontext()
         with backend, FlopCounterMode(display=False) as counter:
-            self.update(self.rollout)
+            self.replay()
         return counter.get_total_flops() / 1e9
 
 
@@ -120,6 +138,7 @@ def main() -> None:
     from grue_bench.runner.assemble import build_run, run_precision
     from grue_bench.runner.evaluator import generate_texts, score_texts
     from grue_bench.runner.host_memory import keep_freed_memory
+    from grue_bench.scoring import Scores
 
     keep_freed_memory()  # as a run does (before: MALLOC_MMAP_MAX_=65536, glibc's default)
 
@@ -153,19 +172,42 @@ def main() -> None:
         figures[key] = [round(stats[f"time/{key}"], 2) for stats in history]
     parts = zip(figures["rollout_s"], figures["update_s"], strict=True)
     figures["iteration_s"] = [round(rollout + update, 2) for rollout, update in parts]
-    if not args.no_eval:
-        precision, lm, samples = run_precision(config, device), algorithm.model, run.pools["test"]
+    precision, lm, samples = run_precision(config, device), algorithm.model, run.pools["test"]
+
+    def evaluate(times: OpTimes | None = None) -> tuple[float, float, Scores]:
+        """The test evaluation's generation and scoring seconds, and its scores; with ``times``,
+        its operators timed, each part a phase."""
+
+        def phase(name: str):
+            return times.during(name) if times else contextlib.nullcontext()
+
+        tokenizer, model_type = run.tokenizer, run.model_type
         started = time.perf_counter()
-        texts = generate_texts(lm, run.tokenizer, run.model_type, config, samples, "test", device, precision)
+        with phase("evaluation: generation"):
+            texts = generate_texts(lm, tokenizer, model_type, config, samples, "test", device, precision)
         generated = time.perf_counter()
-        score_texts(lm, run.tokenizer, run.model_type, config, samples, "test", texts, precision)
+        with phase("evaluation: scoring"):
+            scores, _ = score_texts(lm, tokenizer, model_type, config, samples, "test", texts, precision)
+        return generated - started, time.perf_counter() - generated, scores
+
+    if not args.no_eval:
+        generate_s, score_s, scores = evaluate()
         figures.update(
             eval_samples=len(samples),
-            eval_generate_s=round(generated - started, 2),
-            eval_score_s=round(time.perf_counter() - generated, 2),
+            eval_generate_s=round(generate_s, 2),
+            eval_score_s=round(score_s, 2),
+            eval_metric_s={metric: round(seconds, 2) for metric, seconds in scores.seconds.items()},
         )
     gflop = last.counted_gflop()
     rate = gflop / history[-1]["time/update_s"]
+    if args.op_times:
+        times = OpTimes()
+        with times:
+            with times.during("update"):
+                last.replay()
+            if not args.no_eval:
+                evaluate(times)
+        args.op_times.write_text(times.table())
     if device.type == "cuda":
         figures["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated(device) / 2**20)
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -96,6 +97,8 @@ class Scores:
     samples: dict[str, list[float]] = field(default_factory=dict)
     """Metric key -> one value per sample whose mean is the key's corpus score (``sample_values``);
     keys without such values (distinct-n, perplexity of the references) are absent."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Metric id -> the wall seconds its ``compute`` took (where an evaluation's time goes)."""
 
     def corpus(self) -> dict[str, float]:
         """Metric key -> corpus score, flattened over metric ids."""
@@ -178,10 +181,12 @@ def _score(
             out.skipped[component.id] = "needs the policy's model (grue eval: pass --model DIR)"
             log.warning("skipping %s: %s", component.id, out.skipped[component.id])
             continue
+        started = time.perf_counter()
         with model_precision() if metric.needs_policy_model() else nullcontext():
             scores = metric.compute(
                 prompts, list(generations), references, metas, model=model, split_name=split
             )
+        out.seconds[component.id] = time.perf_counter() - started
         for key, (_, corpus) in scores.items():
             if not math.isfinite(corpus):
                 raise GrueError(f"metric '{component.id}' gave a non-finite score for '{key}'", key=key)

@@ -81,6 +81,9 @@ def test_metric_needing_the_policy_model_is_skipped_with_a_reason_not_scored():
     scores = score(spec.metrics, samples, [s.references[0] for s in samples])
     assert "causal_perplexity" in scores.skipped and "--model" in scores.skipped["causal_perplexity"]
     assert not any("perplexity" in key for key in scores.corpus())
+    # each metric that ran is timed, the skipped one is not
+    assert set(scores.seconds) == {metric.id for metric in spec.metrics} - {"causal_perplexity"}
+    assert all(seconds > 0 for seconds in scores.seconds.values())
 
 
 def test_scoring_leaves_the_random_states_as_it_found_them(monkeypatch):
