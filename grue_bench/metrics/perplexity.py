@@ -77,8 +77,12 @@ def sliding_window_nll(lm: Any, input_ids: Any, window: int, stride: int) -> tup
     while scored_from < n:
         chunk = input_ids[:, start:end].to(lm.device)
         first = scored_from - start  # chunk position of the first token to score
-        with torch.no_grad():  # the vocabulary projection only where a scored token is predicted
-            logits = lm(chunk, logits_to_keep=end - scored_from + 1).logits[0, :-1]
+        # The vocabulary projection only where a scored token is predicted, those positions named by
+        # index: an int slices the hidden states, and on CPU under bf16 autocast the sliced input
+        # runs the head as a batched product, 1.6x slower at 513 positions on a Zen 5 (same values).
+        keep = torch.arange(first - 1, end - start, device=lm.device)
+        with torch.no_grad():
+            logits = lm(chunk, logits_to_keep=keep).logits[0, :-1]
         total += float(torch.nn.functional.cross_entropy(logits.float(), chunk[0, first:], reduction="sum"))
         count += end - scored_from
         scored_from, end = end, min(end + stride, n)
