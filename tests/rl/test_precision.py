@@ -67,3 +67,24 @@ def test_a_half_precision_this_machine_lacks_is_an_error_naming_the_setting(monk
         "alg.training_args.bf16: bf16 is not supported by this CPU (no AVX-512 BF16 or AMX)"
     )
     assert caught.value.problems[0].fix == "use fp32 (--precision fp32)"
+
+
+@pytest.mark.parametrize(
+    ("machine", "avx512_bf16", "amx", "expected"),
+    [
+        ("x86_64", False, False, False),  # Skylake to Ice Lake: oneDNN would emulate bf16, 4x slower
+        ("x86_64", True, False, True),  # Zen 4 and 5, Cooper Lake
+        ("x86_64", True, True, True),  # Sapphire Rapids and later
+        ("aarch64", False, False, True),  # Arm: oneDNN's check is the bf16 extension itself
+    ],
+)
+def test_a_cpu_runs_bf16_natively_only_with_bfloat16_instructions(
+    monkeypatch, machine, avx512_bf16, amx, expected
+):
+    monkeypatch.setattr(precision_module.platform, "machine", lambda: machine)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
+    assert precision_module.bf16_supported(CPU) is expected
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
+    assert precision_module.bf16_supported(CPU) is False
