@@ -104,3 +104,12 @@ def fingerprint(store: Path) -> tuple[str, list[str]]:
     """The store file's sha256 and the names of the files beside it (no journal left behind)."""
     digest = hashlib.sha256(store.read_bytes()).hexdigest() if store.exists() else "absent"
     return digest, sorted(p.name for p in store.parent.iterdir()) if store.parent.exists() else []
+
+
+@pytest.fixture(scope="session")
+def act_judge_differs(act_judge) -> str:
+    """ "" where this machine's act judge decides as the one that wrote the shipped files, else what
+    differs (``judge_rounding.act_judge_differs``)."""
+    from tests.submit.judge_rounding import act_judge_differs as differs
+
+    return differs()

@@ -4,6 +4,7 @@ agreement with the paper's own direction, floors, collapse flags, and the power 
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from grue_bench.submit.compare import (
     folder_name,
     load_paper,
 )
+from tests.submit.judge_rounding import without_daily_dialog
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines"
 UP = Headline("m", True)
@@ -93,16 +95,22 @@ def test_a_profile_without_baselines_is_an_error_naming_the_folder(tmp_path: Pat
     assert folder_name("huge", "supervised+ppo") == "huge-supervised-ppo"
 
 
-def test_the_shipped_comparison_is_what_grue_compare_writes_today(tmp_path: Path):
-    """One run over the shipped folders: the file is current, the headline re-scored per sample
-    agrees with each folder's stated numbers, tiny is a smoke section and small counts its steps."""
+def test_the_shipped_comparison_is_what_grue_compare_writes_today(tmp_path: Path, act_judge_differs: str):
+    """One run over the shipped folders: the file is current (less DailyDialog's numbers where this
+    CPU's act judge decides otherwise), the headline re-scored per sample agrees with each folder's
+    stated numbers, tiny is a smoke section and small counts its steps."""
     shipped = (BASELINES / "COMPARISON.md").read_text()
     profiles = re.search(r"Written by `grue compare --profile ([a-z,]+)`", shipped).group(1)
     assert profiles == "tiny,small"
     out = tmp_path / "COMPARISON.md"
     assert main(["compare", "--profile", profiles, "--baselines", str(BASELINES), "--out", str(out)]) == 0
     text = out.read_text()
-    assert text == shipped, "regenerate it: grue compare --profile tiny,small --out baselines/COMPARISON.md"
+    regenerate = "regenerate it: grue compare --profile tiny,small --out baselines/COMPARISON.md"
+    if act_judge_differs:
+        warnings.warn(act_judge_differs, stacklevel=1)
+        assert without_daily_dialog(text) == without_daily_dialog(shipped), regenerate
+    else:
+        assert text == shipped, regenerate
     tiny, small = text.split("## Profile `small`")
     assert "A smoke profile" in tiny and "paper Sentiment" not in tiny
     tasks = r"\(imdb, commongen, cnn_dailymail, totto, narrative_qa, iwslt2017_en_de, daily_dialog\)"

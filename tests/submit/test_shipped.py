@@ -22,6 +22,8 @@ SEEDS = {("small-ppo", "imdb"): 5, ("small-supervised-ppo", "imdb"): 5}
 RESCORED_TASK = {"tiny": "totto", "small": "daily_dialog"}
 """The task whose seed 0 is re-scored here, per profile (one is enough to catch a drift)."""
 NEEDS_THE_MODEL = {"fluency_metrics/perplexity"}
+ACT_JUDGED = "intent/accuracy"
+"""DailyDialog's number that daily_dialog_intent@2 decides (``judge_rounding``)."""
 """Stated numbers that re-scoring cannot check: they need the trained policy, a submission holds text."""
 SHIPPED = {
     folder_name(profile, row): (f"{row} ({profile})", profile) for profile in PROFILE_TASKS for row in ROWS
@@ -44,15 +46,24 @@ def test_shipped_baselines_are_accepted(shipped: ValidSubmission):
         assert shipped.meta.tasks[task.task].scores is not None
 
 
-def test_rescored_numbers_equal_the_stated_ones(shipped: ValidSubmission):
+def test_rescored_numbers_equal_the_stated_ones(shipped: ValidSubmission, act_judge_differs: str):
+    """Where this CPU's act judge decides otherwise than the one that stated them, DailyDialog's
+    intent accuracy may differ by one test reply."""
     name = RESCORED_TASK[shipped.meta.profile]
     task = shipped.tasks[name]
     one_seed = ValidSubmission(shipped.root, shipped.meta, {name: replace(task, seeds={0: task.seeds[0]})})
     rescored = rescore(one_seed).tasks[name].seeds[0]
     stated = shipped.meta.tasks[name].scores[0]
     assert set(rescored) == set(stated) - NEEDS_THE_MODEL
-    assert all(agrees(stated[key], rescored[key]) for key in rescored), {
-        key: (stated[key], rescored[key]) for key in rescored if not agrees(stated[key], rescored[key])
+    one_reply = 1 / len(task.samples) if act_judge_differs and name == "daily_dialog" else 0.0
+
+    def agree(key: str) -> bool:
+        if key == ACT_JUDGED and one_reply:
+            return abs(stated[key] - rescored[key]) <= one_reply + 1e-9
+        return agrees(stated[key], rescored[key])
+
+    assert all(agree(key) for key in rescored), {
+        key: (stated[key], rescored[key]) for key in rescored if not agree(key)
     }
 
 
