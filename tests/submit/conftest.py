@@ -108,7 +108,7 @@ def fingerprint(store: Path) -> tuple[str, list[str]]:
 
 @pytest.fixture(scope="session")
 def act_judge_differs(act_judge) -> str:
-    """ "" where this machine's act judge decides as the one that wrote the shipped files, else what
+    """Empty where this machine's act judge decides as the one that wrote the shipped files, else what
     differs (``judge_rounding.act_judge_differs``)."""
     from tests.submit.judge_rounding import act_judge_differs as differs
 

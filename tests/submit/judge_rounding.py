@@ -7,7 +7,7 @@ ACT_JUDGE = "daily_dialog_intent@2"
 
 
 def act_judge_differs() -> str:
-    """ "" where this machine's daily_dialog_intent@2 decides DailyDialog's held-out utterances as the
+    """Empty where this machine's daily_dialog_intent@2 decides DailyDialog's held-out utterances as the
     one that wrote the shipped files did (its accuracy and F1s in docs/METRICS.md), else what differs.
     The judge is fitted on each machine, and its L-BFGS stops before convergence, where other float
     rounding (another vector width, MKL's kernels) leaves other weights: on an Intel Skylake it scores
