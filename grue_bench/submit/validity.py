@@ -96,12 +96,17 @@ def _sentiment_row(f: BinaryJudgeFigures, model: str, trained_on: str, paper: st
     )
 
 
-def _act_row(f: ActJudgeFigures, model: str, trained_on: str, paper: str) -> str:
+def act_judge_cells(f: ActJudgeFigures) -> str:
+    """The cells of an act judge's row that its fitted weights decide: accuracy, calibration, F1s."""
     f1 = ", ".join(f"{ACT_NAMES[act]} {value:.3f}" for act, value in f.f1.items())
+    return f"{f.accuracy:.4f} (always inform: {f.majority:.3f}) | n/a (its argmax is scored) | F1 {f1}"
+
+
+def _act_row(f: ActJudgeFigures, model: str, trained_on: str, paper: str) -> str:
     empty = "none (scores 0)" if f.empty_act == 0 else ACT_NAMES[f.empty_act]
     return (
-        f"| `{f.judge}` | {model} | {trained_on} | {f.n:,} official test utterances | {f.accuracy:.4f} "
-        f"(always inform: {f.majority:.3f}) | n/a (its argmax is scored) | F1 {f1} | {empty} | {paper} |"
+        f"| `{f.judge}` | {model} | {trained_on} | {f.n:,} official test utterances | {act_judge_cells(f)} "
+        f"| {empty} | {paper} |"
     )
 
 

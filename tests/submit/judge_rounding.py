@@ -13,13 +13,10 @@ def act_judge_differs() -> str:
     rounding (another vector width, MKL's kernels) leaves other weights: on an Intel Skylake it scores
     0.8398 held out against 0.8407, and a few shipped replies get another act. The files that carry
     its numbers are then checked without them."""
-    from grue_bench.classifiers.measure import ACT_NAMES, measure_act_judge
-    from grue_bench.submit.validity import DOC
+    from grue_bench.classifiers.measure import measure_act_judge
+    from grue_bench.submit.validity import DOC, act_judge_cells
 
-    figures = measure_act_judge(ACT_JUDGE)
-    f1 = ", ".join(f"{ACT_NAMES[act]} {value:.3f}" for act, value in figures.f1.items())
-    accuracy = f"{figures.accuracy:.4f} (always inform: {figures.majority:.3f})"
-    here = f"| {accuracy} | n/a (its argmax is scored) | F1 {f1} |"
+    here = f"| {act_judge_cells(measure_act_judge(ACT_JUDGE))} |"
     shipped = next(
         line for line in DOC.read_text("utf-8").splitlines() if line.startswith(f"| `{ACT_JUDGE}` |")
     )

@@ -22,9 +22,9 @@ SEEDS = {("small-ppo", "imdb"): 5, ("small-supervised-ppo", "imdb"): 5}
 RESCORED_TASK = {"tiny": "totto", "small": "daily_dialog"}
 """The task whose seed 0 is re-scored here, per profile (one is enough to catch a drift)."""
 NEEDS_THE_MODEL = {"fluency_metrics/perplexity"}
+"""Stated numbers that re-scoring cannot check: they need the trained policy, a submission holds text."""
 ACT_JUDGED = "intent/accuracy"
 """DailyDialog's number that daily_dialog_intent@2 decides (``judge_rounding``)."""
-"""Stated numbers that re-scoring cannot check: they need the trained policy, a submission holds text."""
 SHIPPED = {
     folder_name(profile, row): (f"{row} ({profile})", profile) for profile in PROFILE_TASKS for row in ROWS
 }
