@@ -82,8 +82,12 @@ def main() -> None:
     metric = build("metrics", component.id, component.args, "metrics")
     corpus = "\n\n".join(ref for s in samples for ref in s.references)
     tokens = len(run.tokenizer(corpus).input_ids)
-    window = metric.max_length
-    stride = metric.stride
+    window, stride = metric.max_length, metric.stride
+    if window is None or stride is None or stride >= window:
+        raise SystemExit(
+            f"{args.task}'s causal_perplexity sets no max_length and shorter stride (the floor counts "
+            "windows from them): set both in the profile's metric args"
+        )
     windows = 1 + math.ceil(max(0, tokens - window) / stride)
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     layers = lm.config.num_hidden_layers
