@@ -65,6 +65,13 @@ def main() -> None:
     lm.tokenizer = run.tokenizer  # perplexity reads it from the model, as the evaluation sets it
     (component,) = [m for m in evaluation_metrics(config) if m.id == "causal_perplexity"]
     precision = run_precision(config, lm.device)
+    metric = build("metrics", component.id, component.args, "metrics")
+    window, stride = metric.max_length, metric.stride
+    if window is None or stride is None or stride >= window:
+        raise SystemExit(
+            f"{args.task}'s causal_perplexity sets no max_length and shorter stride (the floor counts "
+            "windows from them): set both in the profile's metric args"
+        )
 
     def perplexity() -> float:
         texts = [""] * len(samples)  # perplexity scores the references, not the generations
@@ -79,15 +86,8 @@ def main() -> None:
         perplexity()
     product_gflop = counter.get_total_flops() / 1e9
 
-    metric = build("metrics", component.id, component.args, "metrics")
     corpus = "\n\n".join(ref for s in samples for ref in s.references)
     tokens = len(run.tokenizer(corpus).input_ids)
-    window, stride = metric.max_length, metric.stride
-    if window is None or stride is None or stride >= window:
-        raise SystemExit(
-            f"{args.task}'s causal_perplexity sets no max_length and shorter stride (the floor counts "
-            "windows from them): set both in the profile's metric args"
-        )
     windows = 1 + math.ceil(max(0, tokens - window) / stride)
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     layers = lm.config.num_hidden_layers
