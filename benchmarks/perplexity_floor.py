@@ -7,9 +7,10 @@ The metric as a run's test evaluation runs it (the profile's ``causal_perplexity
 RL4LMs's 1024-token windows advancing by 512, so every reference token is forwarded twice), timed;
 then its floor on this machine: the matrix products it runs (counted by torch's ``FlopCounterMode``
 on a second pass) at this machine's matmul peak (``bench_profile.matmul_peak_gflops``), plus
-attention at torch's own kernel (``scaled_dot_product_attention`` over one full causal window, timed
-alone, times the layers and windows). One JSON line: ``seconds``, ``product_gflop``,
-``products_floor_s``, ``attention_floor_s``, ``floor_s`` and the peak.
+attention at torch's own kernel (``scaled_dot_product_attention`` over each window's causal
+positions, timed alone, times the layers), the windows as the second pass forwards them. One JSON
+line: ``seconds``, ``windows``, ``forwarded_tokens``, ``product_gflop``, ``products_floor_s``,
+``attention_floor_s``, ``floor_s`` and the peak.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ def main() -> None:
     from torch.utils.flop_counter import FlopCounterMode
 
     torch.set_num_threads(args.threads)
-    from grue_bench.plugins.components import build
     from grue_bench.resolve.grid import build_specs
     from grue_bench.runner.assemble import build_run, run_precision
     from grue_bench.runner.evaluator import evaluation_metrics
@@ -65,13 +65,6 @@ def main() -> None:
     lm.tokenizer = run.tokenizer  # perplexity reads it from the model, as the evaluation sets it
     (component,) = [m for m in evaluation_metrics(config) if m.id == "causal_perplexity"]
     precision = run_precision(config, lm.device)
-    metric = build("metrics", component.id, component.args, "metrics")
-    window, stride = metric.max_length, metric.stride
-    if window is None or stride is None or stride >= window:
-        raise SystemExit(
-            f"{args.task}'s causal_perplexity sets no max_length and shorter stride (the floor counts "
-            "windows from them): set both in the profile's metric args"
-        )
 
     def perplexity() -> float:
         texts = [""] * len(samples)  # perplexity scores the references, not the generations
@@ -82,16 +75,17 @@ def main() -> None:
     started = time.perf_counter()
     value = perplexity()
     seconds = time.perf_counter() - started
+    lengths: list[int] = []  # each window's length, as the metric forwards it
+    hook = lm.register_forward_pre_hook(lambda _, inputs: lengths.append(inputs[0].size(1)))
     with FlopCounterMode(display=False) as counter:
         perplexity()
+    hook.remove()
     product_gflop = counter.get_total_flops() / 1e9
 
-    corpus = "\n\n".join(ref for s in samples for ref in s.references)
-    tokens = len(run.tokenizer(corpus).input_ids)
-    windows = 1 + math.ceil(max(0, tokens - window) / stride)
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     layers = lm.config.num_hidden_layers
-    attention_s = attention_seconds(lm.config, window, dtype) * layers * windows
+    seconds_at = {n: attention_seconds(lm.config, n, dtype) for n in set(lengths)}
+    attention_s = layers * sum(seconds_at[n] for n in lengths)
     peak = matmul_peak_gflops(dtype, lm.device)
     products_s = product_gflop / peak
     figures = {
@@ -100,8 +94,8 @@ def main() -> None:
         "precision": args.precision,
         "threads": args.threads,
         "perplexity": value,
-        "tokens": tokens,
-        "windows": windows,
+        "windows": len(lengths),
+        "forwarded_tokens": sum(lengths),
         "seconds": round(seconds, 2),
         "product_gflop": round(product_gflop, 1),
         "matmul_peak_gflops": round(peak, 1),
